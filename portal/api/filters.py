@@ -1,0 +1,21 @@
+"""Query-string filters of the job list (django-filter); invalid values give 400."""
+
+import django_filters
+
+from scheduling.core.model import JobState
+from scheduling.models import Job
+
+
+class JobFilter(django_filters.FilterSet):
+    queue = django_filters.CharFilter(field_name="queue__name")
+    team = django_filters.CharFilter(field_name="queue__team__name")
+    state = django_filters.ChoiceFilter(choices=[(s.value, s.value) for s in JobState])
+    owner = django_filters.CharFilter(method="filter_owner")
+
+    class Meta:
+        model = Job
+        fields = ["queue", "team", "state", "owner"]
+
+    def filter_owner(self, queryset, name, value):
+        # Only jobs whose owner the asking user may see: hidden owners are never matched.
+        return queryset.filter(owner__username=value, is_visible_in_full=True)

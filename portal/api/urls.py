@@ -1,0 +1,22 @@
+"""URLs of the REST API, version 1."""
+
+from django.urls import path
+
+from portal.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("teams/", views.TeamsView.as_view(), name="teams"),
+    path("teams/<slug:name>/", views.TeamDetailView.as_view(), name="team-detail"),
+    path("queues/", views.QueuesView.as_view(), name="queues"),
+    path("queues/<slug:name>/", views.QueueDetailView.as_view(), name="queue-detail"),
+    path("jobs/", views.JobsView.as_view(), name="jobs"),
+    path("jobs/<int:pk>/", views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<int:pk>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),
+    path("nodes/", views.NodesView.as_view(), name="nodes"),
+    path("fleet/", views.FleetView.as_view(), name="fleet"),
+    path("preemptions/", views.PreemptionsView.as_view(), name="preemptions"),
+    path("preemptions/<int:pk>/approve/", views.PreemptionApproveView.as_view(), name="preemption-approve"),
+    path("preemptions/<int:pk>/reject/", views.PreemptionRejectView.as_view(), name="preemption-reject"),
+]

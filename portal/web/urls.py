@@ -1,0 +1,19 @@
+"""URLs of the server-rendered pages."""
+
+from django.urls import path
+
+from portal.web import views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.job_list, name="job-list"),
+    path("jobs/new/", views.job_submit, name="job-submit"),
+    path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
+    path("fleet/", views.fleet, name="fleet"),
+    path("queues/", views.queue_list, name="queue-list"),
+    path("queues/<slug:name>/quotas/<str:flavor>/", views.queue_quota_edit, name="queue-quota-edit"),
+    path("preemptions/", views.preemption_list, name="preemption-list"),
+    path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
+]

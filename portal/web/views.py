@@ -1,0 +1,166 @@
+"""Server-rendered pages: jobs (list, submit, detail), fleet, queues and preemption plans."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.web.forms import JobSubmitForm, QuotaForm
+from scheduling import selectors, services
+from scheduling.core.model import JobState
+from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue
+from scheduling.permissions import can_edit_team_queues, is_admin, team_ids_of
+
+
+@login_required
+def job_list(request):
+    filters = {key: request.GET.get(key) or None for key in ("queue", "team", "state", "owner")}
+    if filters["state"] and filters["state"] not in {s.value for s in JobState}:
+        filters["state"] = None
+    page = Paginator(selectors.job_list(user=request.user, **filters), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "web/job_list.html",
+        {
+            "page": page,
+            "filters": filters,
+            "states": [s.value for s in JobState],
+            "queues": Queue.objects.order_by("name").values_list("name", flat=True),
+        },
+    )
+
+
+@login_required
+def job_submit(request):
+    allowed = Queue.objects.order_by("name")
+    if not is_admin(request.user):
+        allowed = allowed.filter(team_id__in=team_ids_of(request.user))
+    form_kwargs = {
+        "queues": list(allowed.values_list("name", flat=True)),
+        "flavors": list(Flavor.objects.order_by("name").values_list("name", flat=True)),
+        "levels": list(FleetSettings.load().topology_levels),
+    }
+    form = JobSubmitForm(request.POST or None, **form_kwargs)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            job = services.job_submit(
+                user=request.user,
+                queue_name=data["queue"],
+                flavor_name=data["flavor"],
+                name=data["name"],
+                pod_sets=[{"name": data["pod_set_name"], "count": data["count"], "gpus_per_pod": data["gpus_per_pod"]}],
+                priority=data["priority"],
+                topology_required=data["topology_required"] or None,
+                topology_preferred=data["topology_preferred"] or None,
+                runtime_limit_s=data["runtime_limit_s"],
+                checkpoint_interval_s=data["checkpoint_interval_s"],
+                is_preemptible=data["preemptible"],
+            )
+        except ValidationError as error:
+            form.add_service_errors(error.message_dict)
+        except PermissionDenied as error:
+            form.add_error("queue", str(error))
+        else:
+            messages.success(request, f"Job #{job.pk} submitted.")
+            return redirect("web:job-detail", pk=job.pk)
+    return render(request, "web/job_submit.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def job_detail(request, pk: int):
+    try:
+        job = selectors.job_get(user=request.user, job_id=pk)
+    except Job.DoesNotExist as error:
+        raise Http404("no such job") from error
+    return render(request, "web/job_detail.html", {"job": job, "is_final": JobState(job.state).is_final})
+
+
+@login_required
+@require_POST
+def job_cancel(request, pk: int):
+    try:
+        services.job_cancel(user=request.user, job_id=pk)
+        messages.success(request, f"Job #{pk} cancelled.")
+    except Job.DoesNotExist as error:
+        raise Http404("no such job") from error
+    except (PermissionDenied, ValidationError) as error:
+        messages.error(request, " ".join(getattr(error, "messages", [str(error)])))
+    return redirect("web:job-detail", pk=pk)
+
+
+@login_required
+def fleet(request):
+    summary = selectors.fleet_summary()
+    heatmap = {}
+    for rack in summary.racks:
+        block = " / ".join(v for k, v in rack.labels.items() if k != (summary.topology[-1] if summary.topology else None)) or rack.flavor
+        row = heatmap.setdefault(f"{block} ({rack.flavor})", {"racks": [], "free": []})
+        row["racks"].append(rack.name)
+        row["free"].append(rack.free_gpus)
+    width = max((len(r["free"]) for r in heatmap.values()), default=0)
+    chart = {
+        "y": list(heatmap),
+        "x": [f"rack {i + 1}" for i in range(width)],
+        "z": [r["free"] + [None] * (width - len(r["free"])) for r in heatmap.values()],
+        "text": [r["racks"] + [""] * (width - len(r["racks"])) for r in heatmap.values()],
+    }
+    return render(request, "web/fleet.html", {"summary": summary, "chart": chart})
+
+
+@login_required
+def queue_list(request):
+    queues = selectors.queue_list()
+    for queue in queues:
+        queue.can_edit = can_edit_team_queues(request.user, queue.team_id)
+        queue.quota_rows = [
+            {"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0)} for quota in queue.quotas.all()
+        ]
+    return render(request, "web/queue_list.html", {"queues": queues})
+
+
+@login_required
+@require_POST
+def queue_quota_edit(request, name: str, flavor: str):
+    form = QuotaForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("web:queue-list")
+    try:
+        services.queue_update(actor=request.user, queue_name=name, quotas={flavor: form.cleaned_data})
+        messages.success(request, f"Quota of {name} for {flavor} saved.")
+    except Queue.DoesNotExist as error:
+        raise Http404("no such queue") from error
+    except ValidationError as error:
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items()))
+    except PermissionDenied as error:
+        messages.error(request, str(error))
+    return redirect("web:queue-list")
+
+
+@login_required
+def preemption_list(request):
+    return render(
+        request, "web/preemption_list.html", {"plans": selectors.preemption_list()[:200], "is_admin": is_admin(request.user)}
+    )
+
+
+@login_required
+@require_POST
+def preemption_decide(request, pk: int, decision: str):
+    decide = {"approve": services.preemption_approve, "reject": services.preemption_reject}.get(decision)
+    if decide is None:
+        raise Http404("unknown decision")
+    try:
+        decide(actor=request.user, plan_id=pk)
+        messages.success(request, f"Plan {pk} {decision}d.")
+    except PreemptionPlan.DoesNotExist as error:
+        raise Http404("no such plan") from error
+    except (PermissionDenied, ValidationError) as error:
+        messages.error(request, " ".join(getattr(error, "messages", [str(error)])))
+    return redirect("web:preemption-list")

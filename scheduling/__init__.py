@@ -1,0 +1,1 @@
+"""The scheduling domain: models, services, selectors, the reconcile pass, tasks and cluster adapters."""

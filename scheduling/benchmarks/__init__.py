@@ -1,0 +1,1 @@
+"""Benchmarks of the scheduling core: cycle speed, placement quality against an exact solver, fragmentation."""

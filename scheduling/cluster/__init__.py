@@ -1,0 +1,1 @@
+"""Adapters that hide where the cluster lives: simulated fleet or Kubernetes."""

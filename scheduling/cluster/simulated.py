@@ -1,0 +1,90 @@
+"""The simulated cluster: nodes are the database's Node rows, released gangs run for a deterministic time."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable
+
+from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadStatus
+from scheduling.core.model import Node, Taint
+
+DEFAULT_DURATION_S = 3600.0
+
+
+def simulated_duration_s(*, job_id: int, runtime_limit_s: int | None) -> float:
+    """How long the job really runs: between 35% and 95% of its limit, fixed per job id (1 h without a limit)."""
+    if not runtime_limit_s:
+        return DEFAULT_DURATION_S
+    digest = hashlib.sha256(f"gangway-job-{job_id}".encode()).digest()
+    frac = int.from_bytes(digest[:8], "big") / 2**64
+    return runtime_limit_s * (0.35 + 0.6 * frac)
+
+
+def node_from_row(row) -> Node:
+    return Node(
+        name=row.name,
+        flavor=row.flavor.name,
+        capacity_gpus=row.capacity_gpus,
+        allocatable_gpus=row.allocatable_gpus,
+        labels=dict(row.labels or {}),
+        taints=tuple(Taint(key=t.get("key", ""), value=t.get("value", ""), effect=t.get("effect", "NoSchedule")) for t in row.taints or ()),
+        is_ready=row.is_ready,
+        is_cordoned=row.is_unschedulable,
+        external_gpus=row.external_gpus,
+    )
+
+
+class SimulatedCluster:
+    """Every pod of a released gang is ready at once; the gang succeeds after its simulated duration."""
+
+    def list_nodes(self) -> list[Node]:
+        from scheduling.models import Node as NodeRow
+
+        return [node_from_row(row) for row in NodeRow.objects.select_related("flavor").order_by("name")]
+
+    def list_workloads(self) -> list[DiscoveredWorkload]:
+        return []
+
+    def workload_statuses(self, workloads: Iterable[WorkloadRef], now: float) -> dict[int, WorkloadStatus]:
+        from scheduling.models import SimulatedWorkload
+
+        refs = {ref.job_id: ref for ref in workloads}
+        rows = SimulatedWorkload.objects.filter(job_id__in=list(refs)).values("job_id", "generation", "released_at", "duration_s", "pods")
+        found = {row["job_id"]: row for row in rows}
+        statuses = {}
+        for job_id in refs:
+            row = found.get(job_id)
+            if row is None:
+                statuses[job_id] = WorkloadStatus(job_id=job_id, phase=WorkloadPhase.MISSING)
+                continue
+            is_done = row["released_at"] + row["duration_s"] <= now
+            statuses[job_id] = WorkloadStatus(
+                job_id=job_id,
+                phase=WorkloadPhase.SUCCEEDED if is_done else WorkloadPhase.RUNNING,
+                generation=row["generation"],
+                ready_pods=row["pods"],
+            )
+        return statuses
+
+    def release(self, release: GangRelease, now: float) -> None:
+        from scheduling.models import Job, SimulatedWorkload
+
+        ref = release.workload
+        existing = SimulatedWorkload.objects.filter(job_id=ref.job_id).first()
+        if existing is not None and existing.generation == ref.generation:
+            return
+        runtime_limit_s = Job.objects.filter(pk=ref.job_id).values_list("runtime_limit_s", flat=True).first()
+        SimulatedWorkload.objects.update_or_create(
+            job_id=ref.job_id,
+            defaults={
+                "generation": ref.generation,
+                "released_at": now,
+                "duration_s": simulated_duration_s(job_id=ref.job_id, runtime_limit_s=runtime_limit_s),
+                "pods": len(release.placement),
+            },
+        )
+
+    def suspend(self, workload: WorkloadRef, now: float) -> None:
+        from scheduling.models import SimulatedWorkload
+
+        SimulatedWorkload.objects.filter(job_id=workload.job_id).delete()

@@ -1,0 +1,68 @@
+"""Fair sharing: which queue goes next, and how past usage fades.
+
+Across queues the cycle serves the queue with the lowest key
+
+    (weighted dominant share, decayed historical usage / weight, head job's priority and submit time)
+
+where, as in Kueue's fair sharing,
+
+    dominant share = max over flavors f of  borrowed_f / pool_f,   divided by the queue's weight
+    borrowed_f     = GPUs of f in use above the queue's nominal quota
+    pool_f         = GPUs of f the queue's cohort can lend (the sum of its members' lendable parts)
+
+so a queue within its quota (share 0) goes before any borrower, and among borrowers the lightest
+goes first. Ties, which are the rule when nobody borrows, are broken first by usage history: GPU-seconds
+used, decayed with a half-life (Slurm's PriorityDecayHalfLife, default 7 days), divided by the
+weight, so a team that held the fleet last week waits behind one that did not; then by the
+queues' head jobs (higher priority, then earlier submission), so equal queues interleave FIFO. Within a queue:
+higher priority first, then earlier submission, then the lower job id.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scheduling.core.model import Job, Queue
+from scheduling.core.quota import QuotaLedger, cohort_of
+
+
+def decay_usage(usage_gpu_s: float, gpus_in_use: int, elapsed_s: float, half_life_s: float) -> float:
+    """Usage after `elapsed_s` more seconds with `gpus_in_use` GPUs held throughout.
+
+    The integral of a constant load under exponential decay, so splitting an interval in two
+    gives the same result as one step: old usage fades by 2^(-t/h); the new GPU-seconds are
+    added already partly faded.
+    """
+    if elapsed_s <= 0:
+        return usage_gpu_s
+    if half_life_s <= 0:
+        return float(gpus_in_use * elapsed_s)
+    rate = math.log(2) / half_life_s
+    factor = math.exp(-rate * elapsed_s)
+    return usage_gpu_s * factor + gpus_in_use * (1 - factor) / rate
+
+
+def dominant_share(queue: Queue, ledger: QuotaLedger) -> float:
+    share = 0.0
+    cohort = cohort_of(queue)
+    for flavor in queue.quotas:
+        borrowed = ledger.borrowed(queue, flavor)
+        pool = ledger.pool_size.get((cohort, flavor), 0)
+        if borrowed and pool:
+            share = max(share, borrowed / pool)
+    return share / max(queue.weight, 1e-9)
+
+
+def queue_order_key(queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job) -> tuple:
+    """Lowest first: share, then faded history, then the head job's priority and age (FIFO across queues)."""
+    return (
+        dominant_share(queue, ledger),
+        historical_usage / max(queue.weight, 1e-9),
+        -head.priority,
+        head.submitted_at,
+        queue.name,
+    )
+
+
+def job_order_key(job: Job) -> tuple:
+    return (-job.priority, job.submitted_at, job.id)

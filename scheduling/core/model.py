@@ -1,0 +1,294 @@
+"""Snapshot and decision dataclasses: the only vocabulary the core speaks."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+FLEET = "fleet"
+"""The implicit topology level above every label level: the whole fleet is one domain."""
+
+
+class JobState(enum.StrEnum):
+    PENDING = "pending"
+    ADMITTED = "admitted"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    PREEMPTED = "preempted"
+    EVICTED = "evicted"
+    CANCELLED = "cancelled"
+
+    @property
+    def holds_gpus(self) -> bool:
+        return self in (JobState.ADMITTED, JobState.RUNNING)
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class QueueingStrategy(enum.StrEnum):
+    BEST_EFFORT_FIFO = "best_effort_fifo"
+    STRICT_FIFO = "strict_fifo"
+
+
+class PreemptionPolicy(enum.StrEnum):
+    """What a queue's pending jobs may preempt (Kueue's withinClusterQueue + reclaimWithinCohort)."""
+
+    NEVER = "never"
+    WITHIN_QUEUE = "within_queue"
+    WITHIN_QUEUE_AND_RECLAIM = "within_queue_and_reclaim"
+
+    @property
+    def may_preempt_within_queue(self) -> bool:
+        return self is not PreemptionPolicy.NEVER
+
+    @property
+    def may_reclaim_in_cohort(self) -> bool:
+        return self is PreemptionPolicy.WITHIN_QUEUE_AND_RECLAIM
+
+
+class PendingReason(enum.StrEnum):
+    """Why a considered job was not admitted this cycle, most severe level first."""
+
+    QUOTA = "quota"
+    FIT = "fit"
+    NODES = "nodes"
+    HEALTH = "health"
+    ORDER = "order"
+    BACKOFF = "backoff"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """Kubernetes semantics: operator Exists ignores the value; an empty key with Exists tolerates all."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    flavor: str
+    capacity_gpus: int
+    allocatable_gpus: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    is_ready: bool = True
+    is_cordoned: bool = False
+    external_gpus: int = 0
+
+    @property
+    def is_unhealthy(self) -> bool:
+        """Devices missing: the device plugin reports fewer GPUs than the node has."""
+        return self.allocatable_gpus < self.capacity_gpus or (self.is_ready and self.allocatable_gpus == 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int
+    gpus_per_pod: int
+
+    @property
+    def gpus(self) -> int:
+        return self.count * self.gpus_per_pod
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """`required`: every pod inside one domain of that level. `preferred`: try that level first."""
+
+    required: str | None = None
+    preferred: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    pod_set: str
+    index: int
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: int
+    queue: str
+    team: str
+    flavor: str
+    pod_sets: tuple[PodSet, ...]
+    priority: int = 0
+    submitted_at: float = 0.0
+    topology: TopologyRequest = TopologyRequest()
+    runtime_limit_s: int | None = None
+    checkpoint_interval_s: int | None = None
+    is_preemptible: bool = True
+    tolerations: tuple[Toleration, ...] = ()
+    state: JobState = JobState.PENDING
+    # Set while the job holds GPUs.
+    placement: tuple[PodPlacement, ...] = ()
+    admitted_at: float | None = None
+    started_at: float | None = None
+    are_pods_ready: bool = False
+    # Requeue bookkeeping.
+    evictions: int = 0
+    backoff_until: float | None = None
+    preempted_by: int | None = None
+
+    @property
+    def gpus(self) -> int:
+        return sum(pod_set.gpus for pod_set in self.pod_sets)
+
+    @property
+    def pods(self) -> int:
+        return sum(pod_set.count for pod_set in self.pod_sets)
+
+    @property
+    def shape(self) -> tuple:
+        """Jobs of one shape have the same placement answer on the same fleet state."""
+        return (self.flavor, self.pod_sets, self.topology, self.tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    name: str
+    team: str
+    cohort: str | None = None
+    weight: float = 1.0
+    strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    preemption: PreemptionPolicy = PreemptionPolicy.WITHIN_QUEUE_AND_RECLAIM
+    quotas: Mapping[str, Quota] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    pods_ready_timeout_s: float = 600.0
+    backoff_base_s: float = 60.0
+    backoff_max_s: float = 3600.0
+    restart_overhead_s: float = 300.0
+    """Time a restarted gang spends before it does useful work again; charged to every victim."""
+    approval_threshold_gpu_hours: float = 64.0
+    """Preemption plans above this displacement cost wait for an admin, even inside one team."""
+    cross_team_needs_approval: bool = True
+    """Plans with a victim of another team wait for an admin (reclaiming lent quota included)."""
+    usage_half_life_s: float = 7 * 24 * 3600.0
+    topology_aware: bool = True
+    """False gives the naive baseline: first fit over all nodes, no domains, no best fit."""
+    preemption_enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    topology: tuple[str, ...]
+    """Label keys above the node level, coarsest first (e.g. ("block", "rack"))."""
+    nodes: tuple[Node, ...]
+    queues: Mapping[str, Queue]
+    admitted: tuple[Job, ...]
+    """Jobs holding GPUs (admitted or running)."""
+    pending: tuple[Job, ...]
+    """Jobs waiting; any order, the core orders them."""
+    historical_usage: Mapping[str, float] = field(default_factory=dict)
+    """Per queue: GPU-seconds used, decayed by the configured half-life (see fairshare.decay_usage)."""
+    approved_preemptions: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    """Per pending job id: the victim ids an admin approved for it."""
+    config: SchedulerConfig = SchedulerConfig()
+
+
+# --- decisions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    job_id: int
+    placement: tuple[PodPlacement, ...]
+    is_borrowing: bool = False
+    preempted: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    job_id: int
+    queue: str
+    team: str
+    gpus: int
+    cost_gpu_hours: float
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPlan:
+    job_id: int
+    victims: tuple[Victim, ...]
+    domain: str
+    reason: PendingReason
+    """What the preemption overcomes: quota (reclaim / within queue) or fit."""
+
+    @property
+    def cost_gpu_hours(self) -> float:
+        return sum(victim.cost_gpu_hours for victim in self.victims)
+
+    @property
+    def teams_affected(self) -> tuple[str, ...]:
+        return tuple(sorted({victim.team for victim in self.victims}))
+
+    @property
+    def victim_ids(self) -> frozenset[int]:
+        return frozenset(victim.job_id for victim in self.victims)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPreemption:
+    plan: PreemptionPlan
+    needs_approval: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    job_id: int
+    reason: PendingReason
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    job_id: int
+    backoff_until: float
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    admissions: tuple[Admission, ...] = ()
+    preemptions: tuple[PlannedPreemption, ...] = ()
+    """Plans made this cycle: executed ones are those whose victims appear in `admissions`."""
+    evictions: tuple[Eviction, ...] = ()
+    """Gangs not ready in time: back to pending with backoff."""
+    pending: tuple[Pending, ...] = ()
+    """One entry per pending job the cycle considered and left waiting."""

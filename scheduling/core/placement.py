@@ -1,0 +1,265 @@
+"""Gang placement: every pod on a node or none, in the smallest fitting domain, keeping whole nodes whole.
+
+The fleet state keeps, for every topology domain and node class (flavor + taints), a histogram of
+free GPUs per schedulable node. A gang's fit in a domain is answered on the histogram in
+O(pods x GPUs-per-node) without scanning nodes; only the chosen domain is then scanned to name
+the nodes. Both use the same greedy rule, so they always agree:
+
+    pods largest first; each pod goes to the node with the fewest free GPUs that still holds it
+    (best fit), so small pods fill partly used nodes and whole-node pods take whole free nodes.
+
+Levels are tried finest first. Within a level the domain that breaks the fewest whole free nodes
+wins, then the one left with the fewest free GPUs (tightest), then the key (stable). A coarser
+level is taken only when it breaks fewer whole nodes (or the finer one does not fit), unless the
+job named a preferred level, which then wins whenever it fits.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from scheduling.core.model import FLEET, Job, Node, PodPlacement
+from scheduling.core.topology import Domain, build_domains, levels_to_try
+
+NodeClass = tuple[str, tuple]  # (flavor, taints)
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedPod:
+    pod_set: str
+    index: int
+    node_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class GangPlacement:
+    domain: Domain
+    pods: tuple[PlacedPod, ...]
+    gpus_per_pod: tuple[int, ...]
+
+
+class _DomainState:
+    __slots__ = ("domain", "histograms", "free_gpus", "whole_nodes")
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.histograms: dict[int, list[int]] = {}
+        self.free_gpus: dict[int, int] = {}
+        self.whole_nodes: dict[int, int] = {}
+
+
+class FleetState:
+    """Free GPUs per node and per domain; mutated as the cycle admits and evicts gangs."""
+
+    def __init__(self, nodes: Sequence[Node], topology: tuple[str, ...], *, topology_aware: bool = True) -> None:
+        self.nodes = tuple(nodes)
+        self.topology = topology
+        self.topology_aware = topology_aware
+        self.index_of = {node.name: i for i, node in enumerate(self.nodes)}
+        self.free = [node.allocatable_gpus - node.external_gpus for node in self.nodes]
+        self.is_schedulable = [node.is_ready and not node.is_cordoned for node in self.nodes]
+        self.class_ids: dict[NodeClass, int] = {}
+        self.node_class = [self._class_id(node) for node in self.nodes]
+        self.class_width = [0] * len(self.class_ids)
+        for i, node in enumerate(self.nodes):
+            c = self.node_class[i]
+            self.class_width[c] = max(self.class_width[c], node.allocatable_gpus)
+        self.domains = build_domains(topology, self.nodes)
+        self.domain_by_key = {d.key: d for domains in self.domains.values() for d in domains}
+        self._domain_states: dict[str, list[_DomainState]] = {}
+        self._node_domains: list[list[_DomainState]] = [[] for _ in self.nodes]
+        for level, domains in self.domains.items():
+            states = []
+            for domain in domains:
+                state = _DomainState(domain)
+                for i in domain.node_indices:
+                    self._node_domains[i].append(state)
+                    if self.is_schedulable[i]:
+                        self._count(state, i, +1)
+                states.append(state)
+            self._domain_states[level] = states
+        self._tolerated_cache: dict[tuple, tuple[int, ...]] = {}
+
+    def _class_id(self, node: Node) -> int:
+        return self.class_ids.setdefault((node.flavor, node.taints), len(self.class_ids))
+
+    def _count(self, state: _DomainState, i: int, sign: int) -> None:
+        c = self.node_class[i]
+        histogram = state.histograms.get(c)
+        if histogram is None:
+            histogram = state.histograms[c] = [0] * (self.class_width[c] + 1)
+            state.free_gpus[c] = 0
+            state.whole_nodes[c] = 0
+        free = min(max(self.free[i], 0), len(histogram) - 1)
+        histogram[free] += sign
+        state.free_gpus[c] += sign * free
+        if self.is_whole_free(i):
+            state.whole_nodes[c] += sign
+
+    # --- queries -------------------------------------------------------------------------
+
+    def is_whole_free(self, i: int) -> bool:
+        node = self.nodes[i]
+        return node.allocatable_gpus > 0 and self.free[i] == node.allocatable_gpus
+
+    def tolerated_classes(self, job: Job) -> tuple[int, ...]:
+        key = (job.flavor, job.tolerations)
+        cached = self._tolerated_cache.get(key)
+        if cached is None:
+            cached = tuple(
+                c
+                for (flavor, taints), c in self.class_ids.items()
+                if flavor == job.flavor
+                and all(any(t.tolerates(taint) for t in job.tolerations) for taint in taints)
+            )
+            self._tolerated_cache[key] = cached
+        return cached
+
+    def is_eligible(self, i: int, classes: Iterable[int]) -> bool:
+        return self.is_schedulable[i] and self.node_class[i] in classes
+
+    # --- mutation ------------------------------------------------------------------------
+
+    def allocate(self, i: int, gpus: int) -> None:
+        self._shift(i, -gpus)
+
+    def release(self, i: int, gpus: int) -> None:
+        self._shift(i, +gpus)
+
+    def _shift(self, i: int, delta: int) -> None:
+        if self.is_schedulable[i]:
+            for state in self._node_domains[i]:
+                self._count(state, i, -1)
+        self.free[i] += delta
+        if self.is_schedulable[i]:
+            for state in self._node_domains[i]:
+                self._count(state, i, +1)
+
+    def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
+        for pod, gpus in _pods_with_gpus(placement, job):
+            if pod.node in self.index_of:
+                self.allocate(self.index_of[pod.node], gpus)
+
+    def release_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
+        for pod, gpus in _pods_with_gpus(placement, job):
+            if pod.node in self.index_of:
+                self.release(self.index_of[pod.node], gpus)
+
+    def commit(self, placement: GangPlacement) -> tuple[PodPlacement, ...]:
+        for pod, gpus in zip(placement.pods, placement.gpus_per_pod):
+            self.allocate(pod.node_index, gpus)
+        return tuple(PodPlacement(p.pod_set, p.index, self.nodes[p.node_index].name) for p in placement.pods)
+
+    # --- placement -----------------------------------------------------------------------
+
+    def place(self, job: Job, *, levels: Sequence[str] | None = None, within: Domain | None = None) -> GangPlacement | None:
+        """Where the whole gang would go now, or None. Does not change the state."""
+        if not self.topology_aware:
+            return self._first_fit(job)
+        classes = self.tolerated_classes(job)
+        if not classes:
+            return None
+        pods = _pods_largest_first(job)
+        if within is not None:
+            candidates = [s for s in self._domain_states[within.level] if s.domain.key == within.key]
+            best, _ = self._best_domain(candidates, classes, pods, job.gpus)
+            return self._assign(best, classes, pods) if best else None
+        # A preferred level is a promise of locality: the first level that fits wins. Without one,
+        # a coarser domain wins only if it breaks fewer whole nodes than the finer one would.
+        locality_first = job.topology.preferred is not None
+        chosen, chosen_score = None, None
+        for rank, level in enumerate(levels or levels_to_try(self.topology, job.topology)):
+            best, score = self._best_domain(self._domain_states.get(level, ()), classes, pods, job.gpus)
+            if best is None:
+                continue
+            if chosen is None or score[0] < chosen_score[0]:
+                chosen, chosen_score = best, score
+            if locality_first or chosen_score[0] == 0:
+                break
+        return self._assign(chosen, classes, pods) if chosen is not None else None
+
+    def _best_domain(self, states, classes, pods, demand_gpus) -> tuple[_DomainState | None, tuple | None]:
+        best, best_score = None, None
+        for state in states:
+            if sum(state.free_gpus.get(c, 0) for c in classes) < demand_gpus:
+                continue
+            score = self._fit_score(state, classes, pods)
+            if score is not None and (best_score is None or score < best_score):
+                best, best_score = state, score
+        return best, best_score
+
+    def _fit_score(self, state: _DomainState, classes, pods) -> tuple | None:
+        """(whole nodes broken, free GPUs left) if the gang fits by the greedy rule, else None."""
+        width = max(self.class_width[c] for c in classes)
+        histogram = [0] * (width + 1)
+        for c in classes:
+            for free, count in enumerate(state.histograms.get(c, ())):
+                histogram[free] += count
+        free_left = sum(state.free_gpus.get(c, 0) for c in classes)
+        whole_left = sum(state.whole_nodes.get(c, 0) for c in classes)
+        broken = 0
+        for _pod_set, gpus in pods:
+            free = gpus
+            while free <= width and histogram[free] == 0:
+                free += 1
+            if free > width:
+                return None
+            histogram[free] -= 1
+            histogram[free - gpus] += 1
+            if free == width and whole_left > 0:
+                whole_left -= 1
+                broken += gpus < width
+            free_left -= gpus
+        return (broken, free_left, state.domain.key)
+
+    def _assign(self, state: _DomainState, classes, pods) -> GangPlacement:
+        buckets: dict[int, deque[int]] = {}
+        smallest = min(gpus for _, gpus in pods)
+        for i in state.domain.node_indices:
+            if self.is_eligible(i, classes) and self.free[i] >= smallest:
+                buckets.setdefault(self.free[i], deque()).append(i)
+        width = max(buckets) if buckets else 0
+        placed, sizes, next_index = [], [], {}
+        for pod_set, gpus in pods:
+            free = gpus
+            while free <= width and not buckets.get(free):
+                free += 1
+            i = buckets[free].popleft()
+            buckets.setdefault(free - gpus, deque()).appendleft(i)
+            index = next_index.get(pod_set, 0)
+            next_index[pod_set] = index + 1
+            placed.append(PlacedPod(pod_set, index, i))
+            sizes.append(gpus)
+        return GangPlacement(state.domain, tuple(placed), tuple(sizes))
+
+    def _first_fit(self, job: Job) -> GangPlacement | None:
+        """The naive baseline: pods in order, each on the first node by name that holds it."""
+        classes = self.tolerated_classes(job)
+        fleet = self.domains[FLEET][0]
+        trial = list(self.free)
+        placed, sizes = [], []
+        for pod_set in job.pod_sets:
+            for index in range(pod_set.count):
+                for i in fleet.node_indices:
+                    if trial[i] >= pod_set.gpus_per_pod and self.is_eligible(i, classes):
+                        trial[i] -= pod_set.gpus_per_pod
+                        placed.append(PlacedPod(pod_set.name, index, i))
+                        sizes.append(pod_set.gpus_per_pod)
+                        break
+                else:
+                    return None
+        return GangPlacement(fleet, tuple(placed), tuple(sizes))
+
+
+def _pods_largest_first(job: Job) -> list[tuple[str, int]]:
+    pods = [(ps.name, ps.gpus_per_pod) for ps in job.pod_sets for _ in range(ps.count)]
+    pods.sort(key=lambda pod: -pod[1])
+    return pods
+
+
+def _pods_with_gpus(placement: Iterable[PodPlacement], job: Job):
+    gpus_per_pod = {ps.name: ps.gpus_per_pod for ps in job.pod_sets}
+    for pod in placement:
+        yield pod, gpus_per_pod.get(pod.pod_set, 0)

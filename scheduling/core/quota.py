@@ -1,0 +1,175 @@
+"""Quota and cohort arithmetic: who may use how many GPUs of a flavor, borrowing and lending included.
+
+Kueue's semantics, per flavor:
+
+- A queue owns `nominal` GPUs. `lending_limit` L (null = nominal) is how much of it the cohort may
+  borrow; the rest, `guaranteed = nominal - L`, is the owner's alone, always.
+- The cohort's pool is the sum of every member's lendable part. A member's GPUs in use above its
+  guaranteed part are drawn from the pool, whether they are within its nominal quota or borrowed.
+- A job fits its queue when, after admitting it,
+      used <= nominal + borrowing_limit         (borrowing_limit null = no limit but the pool), and
+      pool draws of the cohort <= pool size.
+  It is *borrowing* when used exceeds nominal afterwards.
+- A queue with no cohort is a cohort of one: it can never use more than its nominal quota.
+- A queue with no quota entry for a flavor cannot run that flavor at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from scheduling.core.model import Job, Queue, Quota
+
+UNLIMITED = 1 << 62
+
+
+class QuotaLimit:
+    """Which limit blocks a job (the machine-readable half of a quota reason)."""
+
+    NO_QUOTA = "no_quota"
+    NOMINAL = "nominal"
+    BORROWING_LIMIT = "borrowing_limit"
+    COHORT_EXHAUSTED = "cohort_exhausted"
+    LENT_OUT = "lent_out"
+    """Within nominal quota, but other queues borrowed it: reclaimable by preemption."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaCheck:
+    fits: bool
+    is_borrowing: bool
+    flavor: str
+    requested: int
+    nominal: int
+    used: int
+    borrowing_limit: int | None
+    cohort_can_lend: int
+    """GPUs the cohort could still lend this queue beyond its own nominal quota."""
+    room: int
+    """GPUs the queue could still take now."""
+    limit: str = ""
+
+    @property
+    def short_by(self) -> int:
+        return max(0, self.requested - self.room)
+
+    def message(self, queue: str) -> str:
+        if self.limit == QuotaLimit.NO_QUOTA:
+            return f"queue {queue} has no quota for {self.flavor}"
+        ceiling = "no borrowing limit" if self.borrowing_limit is None else f"borrowing limit {self.borrowing_limit}"
+        why = {
+            QuotaLimit.NOMINAL: "nominal quota",
+            QuotaLimit.BORROWING_LIMIT: "borrowing limit",
+            QuotaLimit.COHORT_EXHAUSTED: "the cohort has nothing more to lend",
+            QuotaLimit.LENT_OUT: "its nominal quota is lent to other queues",
+        }.get(self.limit, self.limit)
+        return (
+            f"needs {self.requested} {self.flavor} GPUs; queue {queue} has nominal {self.nominal}, "
+            f"{self.used} in use, {ceiling}, cohort can lend {self.cohort_can_lend} "
+            f"→ {self.short_by} short ({why})"
+        )
+
+
+class QuotaLedger:
+    """GPUs in use per queue and flavor, and per cohort pool; mutated as the cycle admits and evicts."""
+
+    def __init__(self, queues: Mapping[str, Queue], holding: Iterable[Job] = ()) -> None:
+        self.queues = queues
+        self.used: dict[tuple[str, str], int] = {}
+        self.pool_size: dict[tuple[str, str], int] = {}
+        self.pool_drawn: dict[tuple[str, str], int] = {}
+        for queue in queues.values():
+            for flavor, quota in queue.quotas.items():
+                key = (cohort_of(queue), flavor)
+                self.pool_size[key] = self.pool_size.get(key, 0) + lendable(quota)
+        for job in holding:
+            self.add(job)
+
+    # --- queries -------------------------------------------------------------------------
+
+    def usage(self, queue: str, flavor: str) -> int:
+        return self.used.get((queue, flavor), 0)
+
+    def pool_free(self, cohort: str, flavor: str) -> int:
+        key = (cohort, flavor)
+        return self.pool_size.get(key, 0) - self.pool_drawn.get(key, 0)
+
+    def borrowed(self, queue: Queue, flavor: str) -> int:
+        quota = queue.quotas.get(flavor)
+        return max(0, self.usage(queue.name, flavor) - (quota.nominal if quota else 0))
+
+    def check(self, job: Job) -> QuotaCheck:
+        queue = self.queues.get(job.queue)
+        quota = queue.quotas.get(job.flavor) if queue else None
+        if quota is None:
+            return QuotaCheck(False, False, job.flavor, job.gpus, 0, 0, 0, 0, 0, QuotaLimit.NO_QUOTA)
+        used = self.usage(job.queue, job.flavor)
+        after = used + job.gpus
+        has_cohort = queue.cohort is not None
+        if not has_cohort:
+            ceiling = quota.nominal
+        elif quota.borrowing_limit is None:
+            ceiling = UNLIMITED
+        else:
+            ceiling = quota.nominal + quota.borrowing_limit
+        pool_free = self.pool_free(cohort_of(queue), job.flavor)
+        reachable = max(0, guaranteed(quota) - used) + pool_free
+        room = max(0, min(ceiling - used, reachable))
+        limit = ""
+        if after > ceiling:
+            limit = QuotaLimit.BORROWING_LIMIT if has_cohort else QuotaLimit.NOMINAL
+        elif _draw(quota, after) - _draw(quota, used) > pool_free:
+            if not has_cohort:
+                limit = QuotaLimit.NOMINAL
+            elif after <= quota.nominal:
+                limit = QuotaLimit.LENT_OUT
+            else:
+                limit = QuotaLimit.COHORT_EXHAUSTED
+        return QuotaCheck(
+            fits=not limit,
+            is_borrowing=after > quota.nominal,
+            flavor=job.flavor,
+            requested=job.gpus,
+            nominal=quota.nominal,
+            used=used,
+            borrowing_limit=quota.borrowing_limit if has_cohort else 0,
+            cohort_can_lend=max(0, reachable - max(0, quota.nominal - used)) if has_cohort else 0,
+            room=room,
+            limit=limit,
+        )
+
+    # --- mutation ------------------------------------------------------------------------
+
+    def add(self, job: Job) -> None:
+        self._shift(job, +job.gpus)
+
+    def remove(self, job: Job) -> None:
+        self._shift(job, -job.gpus)
+
+    def _shift(self, job: Job, delta: int) -> None:
+        queue = self.queues.get(job.queue)
+        key = (job.queue, job.flavor)
+        before = self.used.get(key, 0)
+        self.used[key] = before + delta
+        quota = queue.quotas.get(job.flavor) if queue else None
+        if quota is not None:
+            pool = (cohort_of(queue), job.flavor)
+            self.pool_drawn[pool] = self.pool_drawn.get(pool, 0) + _draw(quota, before + delta) - _draw(quota, before)
+
+
+def cohort_of(queue: Queue) -> str:
+    return queue.cohort if queue.cohort is not None else f"queue:{queue.name}"
+
+
+def lendable(quota: Quota) -> int:
+    return quota.nominal if quota.lending_limit is None else min(quota.lending_limit, quota.nominal)
+
+
+def guaranteed(quota: Quota) -> int:
+    return quota.nominal - lendable(quota)
+
+
+def _draw(quota: Quota, used: int) -> int:
+    """GPUs a queue takes from its cohort's pool when it uses `used`: all above its guaranteed part."""
+    return max(0, used - guaranteed(quota))

@@ -1,0 +1,31 @@
+"""Persistence of the scheduling domain; states and reasons come from scheduling.core enums."""
+
+from scheduling.models.fleet import FleetSettings, Node, ReconcileState
+from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
+from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment
+from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
+from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
+from scheduling.models.simulated import SimulatedWorkload
+
+__all__ = [
+    "Cohort",
+    "FleetSettings",
+    "Flavor",
+    "Job",
+    "JobEvent",
+    "Membership",
+    "Node",
+    "Placement",
+    "PlanStatus",
+    "PodSet",
+    "PreemptionPlan",
+    "PreemptionVictim",
+    "Queue",
+    "QueueQuota",
+    "QueueUsage",
+    "ReconcileState",
+    "Role",
+    "SimulatedWorkload",
+    "Team",
+    "TeamAllotment",
+]

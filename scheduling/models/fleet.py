@@ -1,0 +1,56 @@
+"""GPU nodes, the fleet's topology levels, and the reconcile singleton row."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Node(models.Model):
+    name = models.CharField(max_length=253, unique=True)
+    flavor = models.ForeignKey("scheduling.Flavor", on_delete=models.PROTECT, related_name="nodes")
+    capacity_gpus = models.PositiveIntegerField()
+    allocatable_gpus = models.PositiveIntegerField(help_text="Below capacity when the device plugin reports unhealthy devices.")
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
+    is_ready = models.BooleanField(default=True)
+    is_unschedulable = models.BooleanField(default=False, help_text="Cordoned.")
+    external_gpus = models.PositiveIntegerField(default=0, help_text="GPUs held by pods Gangway does not manage.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(allocatable_gpus__lte=models.F("capacity_gpus")), name="node_allocatable_within_capacity"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FleetSettings(models.Model):
+    """Singleton (pk=1): the node label keys that form the topology, coarsest first."""
+
+    topology_levels = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        verbose_name_plural = "fleet settings"
+
+    @classmethod
+    def load(cls) -> "FleetSettings":
+        settings, _ = cls.objects.get_or_create(pk=1)
+        return settings
+
+    def __str__(self) -> str:
+        return " → ".join(self.topology_levels) or "(no topology levels)"
+
+
+class ReconcileState(models.Model):
+    """Singleton (pk=1) locked for update by every reconcile pass, so two passes never interleave."""
+
+    last_pass_at = models.DateTimeField(null=True, blank=True)
+    passes = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"reconcile pass {self.passes} at {self.last_pass_at}"

@@ -1,0 +1,118 @@
+"""Jobs (gangs), their pod sets, the placement of every pod, and the audit trail of state changes."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from scheduling.core.model import JobState
+
+JOB_STATE_CHOICES = [(s.value, s.name.title()) for s in JobState]
+HOLDING_STATES = [s.value for s in JobState if s.holds_gpus]
+FINAL_STATES = [s.value for s in JobState if s.is_final]
+
+
+class Job(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    queue = models.ForeignKey("scheduling.Queue", on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=200)
+    flavor = models.ForeignKey("scheduling.Flavor", on_delete=models.PROTECT, related_name="jobs")
+    priority = models.IntegerField(default=0)
+    topology_required = models.CharField(max_length=63, blank=True, default="")
+    topology_preferred = models.CharField(max_length=63, blank=True, default="")
+    runtime_limit_s = models.PositiveIntegerField(null=True, blank=True)
+    checkpoint_interval_s = models.PositiveIntegerField(null=True, blank=True)
+    is_preemptible = models.BooleanField(default=True)
+    tolerations = models.JSONField(default=list, blank=True)
+    state = models.CharField(max_length=16, choices=JOB_STATE_CHOICES, default=JobState.PENDING.value)
+    gpus = models.PositiveIntegerField(default=0, help_text="Total GPUs of the gang (sum over pod sets).")
+
+    submitted_at = models.DateTimeField()
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    admission_generation = models.PositiveIntegerField(default=0)
+    applied_generation = models.PositiveIntegerField(default=0, help_text="Last admission generation released on the cluster.")
+    ready_pods = models.PositiveIntegerField(default=0)
+    evictions = models.PositiveIntegerField(default=0)
+    backoff_until = models.DateTimeField(null=True, blank=True)
+    preempted_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    is_borrowing = models.BooleanField(default=False)
+    explanation = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        indexes = [
+            # The reconcile pass reads pending jobs per queue in priority-then-FIFO order.
+            models.Index(fields=["state", "queue", "-priority", "submitted_at", "id"], name="job_pending_order"),
+            models.Index(fields=["owner", "state"], name="job_owner_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.name}"
+
+    @property
+    def job_state(self) -> JobState:
+        return JobState(self.state)
+
+    @property
+    def pods(self) -> int:
+        return sum(pod_set.count for pod_set in self.pod_sets.all())
+
+    @property
+    def are_pods_ready(self) -> bool:
+        return self.ready_pods > 0 and self.ready_pods >= self.pods
+
+
+class PodSet(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="pod_sets")
+    name = models.CharField(max_length=63)
+    count = models.PositiveIntegerField()
+    gpus_per_pod = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["job", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "name"], name="podset_unique_job_name"),
+            models.CheckConstraint(condition=models.Q(count__gt=0), name="podset_count_positive"),
+            models.CheckConstraint(condition=models.Q(gpus_per_pod__gt=0), name="podset_gpus_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.count} × {self.gpus_per_pod} GPUs"
+
+
+class Placement(models.Model):
+    """One pod of an admitted gang bound to a node. Rows of the current admission only."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="placements")
+    pod_set = models.ForeignKey(PodSet, on_delete=models.CASCADE, related_name="placements")
+    pod_index = models.PositiveIntegerField()
+    node = models.ForeignKey("scheduling.Node", on_delete=models.CASCADE, related_name="placements")
+    gpus = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["job", "pod_set", "pod_index"]
+        constraints = [models.UniqueConstraint(fields=["job", "pod_set", "pod_index"], name="placement_unique_pod")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.pod_set.name}-{self.pod_index} → {self.node.name}"
+
+
+class JobEvent(models.Model):
+    """A state change of a job: who (null actor = the reconciler), why, when."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    from_state = models.CharField(max_length=16, choices=JOB_STATE_CHOICES, blank=True, default="")
+    to_state = models.CharField(max_length=16, choices=JOB_STATE_CHOICES)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reason = models.CharField(max_length=64)
+    message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id}: {self.from_state or '∅'} → {self.to_state} ({self.reason})"

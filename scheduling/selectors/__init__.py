@@ -1,0 +1,18 @@
+"""Reads for the API and the web pages, filtered by who is asking (see scheduling.permissions)."""
+
+from scheduling.selectors.fleet import fleet_summary, node_list
+from scheduling.selectors.jobs import job_get, job_list
+from scheduling.selectors.org import queue_get, queue_list, team_get, team_list
+from scheduling.selectors.preemption import preemption_list
+
+__all__ = [
+    "fleet_summary",
+    "job_get",
+    "job_list",
+    "node_list",
+    "preemption_list",
+    "queue_get",
+    "queue_list",
+    "team_get",
+    "team_list",
+]

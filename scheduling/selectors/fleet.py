@@ -1,0 +1,91 @@
+"""Fleet reads: nodes with allocated and free GPUs, totals per flavor and per rack (finest topology level)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import IntegerField, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+
+from scheduling.models import FleetSettings, Node
+from scheduling.models.jobs import HOLDING_STATES
+
+
+def node_list() -> QuerySet:
+    """Nodes annotated with `allocated_gpus` (held by admitted or running jobs), summed in the database."""
+    return (
+        Node.objects.select_related("flavor")
+        .annotate(
+            allocated_gpus=Coalesce(
+                Sum("placements__gpus", filter=Q(placements__job__state__in=HOLDING_STATES)), Value(0), output_field=IntegerField()
+            )
+        )
+        .order_by("name")
+    )
+
+
+def node_free_gpus(node) -> int:
+    """GPUs a new pod could use: zero on a node that is not ready or is cordoned."""
+    if not node.is_ready or node.is_unschedulable:
+        return 0
+    return max(0, node.allocatable_gpus - node.allocated_gpus - node.external_gpus)
+
+
+@dataclass
+class Totals:
+    nodes: int = 0
+    capacity_gpus: int = 0
+    allocatable_gpus: int = 0
+    allocated_gpus: int = 0
+    external_gpus: int = 0
+    free_gpus: int = 0
+    whole_free_nodes: int = 0
+    unavailable_nodes: int = 0
+
+    def add(self, node) -> None:
+        free = node_free_gpus(node)
+        self.nodes += 1
+        self.capacity_gpus += node.capacity_gpus
+        self.allocatable_gpus += node.allocatable_gpus
+        self.allocated_gpus += node.allocated_gpus
+        self.external_gpus += node.external_gpus
+        self.free_gpus += free
+        self.whole_free_nodes += int(node.capacity_gpus > 0 and free == node.capacity_gpus)
+        self.unavailable_nodes += int(not node.is_ready or node.is_unschedulable)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RackTotals(Totals):
+    name: str = ""
+    labels: dict = field(default_factory=dict)
+    flavor: str = ""
+
+
+@dataclass
+class FleetSummary:
+    topology: list[str]
+    totals: Totals
+    by_flavor: dict[str, Totals]
+    racks: list[RackTotals]
+
+
+def fleet_summary() -> FleetSummary:
+    """One query for the nodes (allocated summed by the database), then totals per flavor and per rack."""
+    levels = list(FleetSettings.load().topology_levels)
+    totals, by_flavor, racks = Totals(), {}, {}
+    for node in node_list():
+        totals.add(node)
+        by_flavor.setdefault(node.flavor.name, Totals()).add(node)
+        labels = node.labels or {}
+        rack_name = labels.get(levels[-1], "") if levels else ""
+        key = (tuple(labels.get(level, "") for level in levels), node.flavor.name)
+        rack = racks.get(key)
+        if rack is None:
+            rack = racks[key] = RackTotals(
+                name=rack_name or "(fleet)", labels={level: labels.get(level, "") for level in levels}, flavor=node.flavor.name
+            )
+        rack.add(node)
+    return FleetSummary(topology=levels, totals=totals, by_flavor=dict(sorted(by_flavor.items())), racks=[racks[k] for k in sorted(racks)])

@@ -1,0 +1,53 @@
+"""Team and queue reads, with allotments, quotas, GPUs in use and decayed usage."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Prefetch, QuerySet, Sum
+
+from scheduling.models import Job, Queue, QueueQuota, Team
+from scheduling.models.jobs import HOLDING_STATES
+
+
+def team_list() -> QuerySet:
+    return Team.objects.prefetch_related("allotments__flavor", "queues").order_by("name")
+
+
+def team_get(*, name: str) -> Team:
+    return team_list().get(name=name)
+
+
+def _with_usage(queues: list[Queue]) -> list[Queue]:
+    """Attach `gpus_in_use` ({flavor: GPUs held by admitted or running jobs}) to each queue, in one query."""
+    in_use = defaultdict(dict)
+    rows = (
+        Job.objects.filter(state__in=HOLDING_STATES, queue__in=queues)
+        .values("queue_id", "flavor__name")
+        .annotate(gpus=Sum("gpus"))
+    )
+    for row in rows:
+        in_use[row["queue_id"]][row["flavor__name"]] = row["gpus"]
+    for queue in queues:
+        queue.gpus_in_use = in_use.get(queue.pk, {})
+    return queues
+
+
+def queue_list(*, team: str | None = None) -> list[Queue]:
+    queues = (
+        Queue.objects.select_related("team", "cohort", "usage")
+        .prefetch_related(Prefetch("quotas", queryset=QueueQuota.objects.select_related("flavor").order_by("flavor__name")))
+        .order_by("name")
+    )
+    if team:
+        queues = queues.filter(team__name=team)
+    return _with_usage(list(queues))
+
+
+def queue_get(*, name: str) -> Queue:
+    queue = (
+        Queue.objects.select_related("team", "cohort", "usage")
+        .prefetch_related(Prefetch("quotas", queryset=QueueQuota.objects.select_related("flavor").order_by("flavor__name")))
+        .get(name=name)
+    )
+    return _with_usage([queue])[0]

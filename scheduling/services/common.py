@@ -1,0 +1,60 @@
+"""Helpers shared by services: validation error collection and the after-commit reconcile trigger."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import defaultdict
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+
+class Errors:
+    """Collects field → [reason] and raises one ValidationError with all of them."""
+
+    def __init__(self) -> None:
+        self.by_field: dict[str, list[str]] = defaultdict(list)
+
+    def add(self, field: str, reason: str) -> None:
+        self.by_field[field].append(reason)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_field)
+
+    def raise_if_any(self) -> None:
+        if self.by_field:
+            raise ValidationError(dict(self.by_field))
+
+
+def is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def to_datetime(epoch_s: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(epoch_s, tz=dt.timezone.utc)
+
+
+def to_epoch(moment: dt.datetime | None) -> float | None:
+    return moment.timestamp() if moment is not None else None
+
+
+def _enqueue_reconcile() -> None:
+    from scheduling.tasks import reconcile
+
+    try:
+        reconcile.delay()
+    except Exception:  # noqa: BLE001 - the periodic pass catches up if the broker is down
+        logging.getLogger("scheduling").warning("could not enqueue a reconcile pass", exc_info=True)
+
+
+def reconcile_after_commit() -> None:
+    """Ask for one reconcile pass once the current transaction commits (off with GANGWAY_RECONCILE_ON_WRITE=0).
+    Many writes in one transaction (a seed, a bulk change) ask only once."""
+    if not settings.GANGWAY_RECONCILE_ON_WRITE:
+        return
+    connection = transaction.get_connection()
+    if connection.in_atomic_block and any(entry[1] is _enqueue_reconcile for entry in connection.run_on_commit):
+        return
+    transaction.on_commit(_enqueue_reconcile)

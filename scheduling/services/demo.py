@@ -1,0 +1,159 @@
+"""The demo world: the built-in fleet, eight teams with users, queues in one cohort, and a mix of jobs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from scheduling.fleetfile import demo_fleet, fleet_load
+from scheduling.models import Cohort, Flavor, Job, Membership, Queue, QueueQuota, QueueUsage, Role, Team, TeamAllotment
+from scheduling.services.fleet import fleet_sync
+from scheduling.services.jobs import job_submit
+
+DEMO_PASSWORD = "gangway"
+DEMO_TEAMS = ("vision", "language", "speech", "robotics", "recsys", "safety", "infra", "research")
+COHORT = "shared"
+
+# (team, name, pods, gpus_per_pod, priority, runtime_limit_min, topology required, preferred)
+# Submitted after the first pass, when the fleet is busy: it needs a whole block and stays pending.
+DEMO_BACKLOG = [("research", "frontier-pretrain-64x8", 64, 8, 50, 30, "block", "rack")]
+# Research is the big-pretraining team: it holds most of the H100 allotment; the others lend and borrow.
+ALLOTMENT_WEIGHTS = {"research": 9}
+
+DEMO_JOBS = [
+    ("vision", "vit-h-pretrain", 8, 8, 10, 12, "block", "rack"),
+    ("vision", "detector-sweep-a", 1, 4, 0, 6, None, None),
+    ("vision", "segmenter-finetune", 2, 8, 0, 9, None, "rack"),
+    ("language", "llm-13b-sft", 8, 8, 20, 15, "block", "rack"),
+    ("language", "tokenizer-eval", 1, 1, 0, 4, None, None),
+    ("language", "rlhf-reward-model", 4, 8, 5, 10, None, "rack"),
+    ("speech", "asr-conformer", 4, 8, 0, 11, None, "rack"),
+    ("speech", "tts-vocoder", 1, 2, 0, 5, None, None),
+    ("speech", "speech-lm-pretrain", 6, 8, 10, 14, "block", "rack"),
+    ("robotics", "policy-distill", 2, 8, 0, 8, None, None),
+    ("robotics", "sim2real-sweep", 1, 4, 0, 6, None, None),
+    ("robotics", "world-model", 8, 8, 10, 13, "block", "rack"),
+    ("recsys", "ranker-retrain", 4, 8, 0, 7, None, "rack"),
+    ("recsys", "embedding-refresh", 2, 4, 0, 5, None, None),
+    ("recsys", "two-tower-large", 8, 8, 5, 16, None, "rack"),
+    ("safety", "red-team-evals", 1, 8, 30, 6, None, None),
+    ("safety", "classifier-sweep", 1, 2, 0, 4, None, None),
+    ("safety", "reward-hacking-study", 4, 8, 0, 12, None, "rack"),
+    ("infra", "nccl-burn-in", 2, 8, 0, 3, None, "rack"),
+    ("infra", "checkpoint-io-bench", 1, 1, 0, 3, None, None),
+    ("research", "moe-ablation", 4, 8, 0, 10, None, "rack"),
+    ("research", "long-context-probe", 2, 8, 0, 8, None, None),
+    ("language", "llm-70b-continued", 16, 8, 10, 20, "block", "rack"),
+    ("vision", "video-diffusion", 16, 8, 0, 18, "block", "rack"),
+    ("speech", "a100-whisper-ft", 2, 8, 0, 9, None, None),
+    ("robotics", "a100-rl-rollouts", 1, 8, 0, 6, None, None),
+    ("safety", "a100-interp", 1, 4, 0, 5, None, None),
+    ("recsys", "ranker-retrain-2", 4, 8, 0, 7, None, "rack"),
+    ("infra", "fabric-soak", 8, 8, 0, 10, None, "rack"),
+    ("research", "scaling-law-sweep", 12, 8, 0, 15, "block", None),
+]
+
+
+@dataclass
+class DemoSeedResult:
+    users: list[tuple[str, str]]
+    jobs_created: int
+
+
+def _user(username: str, *, is_admin: bool = False):
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=username, defaults={"is_staff": is_admin, "is_superuser": is_admin})
+    if created:
+        user.set_password(DEMO_PASSWORD)
+        user.save()
+    return user
+
+
+@transaction.atomic
+def demo_seed(*, now: float | None = None) -> DemoSeedResult:
+    """Idempotent: the fleet is synced, missing rows created, and jobs submitted only into an empty database."""
+    now = time.time() if now is None else now
+    fleet = fleet_load(settings.GANGWAY_FLEET) if settings.GANGWAY_FLEET else demo_fleet()
+    fleet_sync(fleet=fleet)
+    gpus_by_flavor: dict[str, int] = {}
+    for node in fleet.nodes:
+        gpus_by_flavor[node.flavor] = gpus_by_flavor.get(node.flavor, 0) + node.allocatable_gpus
+    flavors = {f.name: f for f in Flavor.objects.all()}
+    cohort, _ = Cohort.objects.get_or_create(name=COHORT)
+    users = [("admin", DEMO_PASSWORD)]
+    admin = _user("admin", is_admin=True)
+    members = {}
+    for position, team_name in enumerate(DEMO_TEAMS):
+        team, _ = Team.objects.get_or_create(name=team_name)
+        queue, _ = Queue.objects.get_or_create(name=f"{team_name}-main", defaults={"team": team, "cohort": cohort})
+        QueueUsage.objects.get_or_create(queue=queue)
+        for flavor_name, total in gpus_by_flavor.items():
+            share = _share(total, team_name, position, flavor_name)
+            TeamAllotment.objects.get_or_create(team=team, flavor=flavors[flavor_name], defaults={"gpus": share})
+            QueueQuota.objects.get_or_create(queue=queue, flavor=flavors[flavor_name], defaults={"nominal": share})
+        for role in (Role.LEAD, Role.RESEARCHER):
+            username = f"{team_name}-{role.value}"
+            user = _user(username)
+            Membership.objects.get_or_create(user=user, team=team, defaults={"role": role})
+            users.append((username, DEMO_PASSWORD))
+            members.setdefault(team_name, []).append(user)
+    created = 0
+    if not Job.objects.exists():
+        created = _submit(DEMO_JOBS, members=members, now=now - 600)
+    del admin
+    return DemoSeedResult(users=users, jobs_created=created)
+
+
+@transaction.atomic
+def demo_backlog_seed(*, now: float | None = None) -> int:
+    """Submit the big block-sized gang once (after the first pass, so it meets a busy fleet)."""
+    now = time.time() if now is None else now
+    names = [job[1] for job in DEMO_BACKLOG]
+    if Job.objects.filter(name__in=names).exists():
+        return 0
+    members = {}
+    for team, *_ in DEMO_BACKLOG:
+        members[team] = [get_user_model().objects.get(username=f"{team}-{role}") for role in ("lead", "researcher")]
+    return _submit(DEMO_BACKLOG, members=members, now=now)
+
+
+def _share(total: int, team_name: str, position: int, flavor_name: str) -> int:
+    """Allotments that sum exactly to the fleet: weighted for H100, even for other flavors."""
+    weights = {team: (ALLOTMENT_WEIGHTS.get(team, 1) if flavor_name == "H100-80GB" else 1) for team in DEMO_TEAMS}
+    unit, remainder = divmod(total, sum(weights.values()))
+    return unit * weights[team_name] + (remainder if position == 0 else 0)
+
+
+def _submit(jobs, *, members, now: float) -> int:
+    """Submit the demo jobs whose flavor the fleet has (a custom GANGWAY_FLEET may lack one)."""
+    created = 0
+    flavors = set(Flavor.objects.filter(nodes__isnull=False).values_list("name", flat=True))
+    for offset, (team, name, pods, gpus, priority, limit_min, required, preferred) in enumerate(jobs):
+        flavor = "A100-80GB" if name.startswith("a100-") else "H100-80GB"
+        if flavor not in flavors:
+            continue
+        owner = members[team][offset % 2]
+        try:
+            job_submit(
+                user=owner,
+                queue_name=f"{team}-main",
+                flavor_name=flavor,
+                name=name,
+                pod_sets=[{"name": "worker", "count": pods, "gpus_per_pod": gpus}],
+                priority=priority,
+                topology_required=required,
+                topology_preferred=preferred,
+                runtime_limit_s=limit_min * 60,
+                checkpoint_interval_s=300,
+                is_preemptible=True,
+                now=now + offset * 10,
+            )
+        except ValidationError:
+            continue  # a custom fleet without this job's shape or topology
+        created += 1
+    return created

@@ -1,0 +1,159 @@
+"""Job writes: submit a gang, cancel it, and record every state change as a JobEvent."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Max, Sum
+
+from scheduling.core.model import JobState
+from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue
+from scheduling.permissions import can_cancel_job, can_submit_to_team
+from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
+
+MAX_POD_SETS = 8
+
+
+def job_event(*, job_id: int, from_state: str, to_state: str, reason: str, message: str = "", actor=None) -> JobEvent:
+    """An unsaved event; callers bulk-create them inside their transaction."""
+    return JobEvent(job_id=job_id, from_state=from_state, to_state=to_state, reason=reason, message=message, actor=actor)
+
+
+def _validate_pod_sets(errors: Errors, pod_sets) -> list[dict]:
+    if not isinstance(pod_sets, list) or not pod_sets:
+        errors.add("pod_sets", "must be a non-empty list of {name, count, gpus_per_pod}")
+        return []
+    if len(pod_sets) > MAX_POD_SETS:
+        errors.add("pod_sets", f"at most {MAX_POD_SETS} pod sets")
+        return []
+    clean, names = [], set()
+    for i, pod_set in enumerate(pod_sets):
+        field = f"pod_sets.{i}"
+        if not isinstance(pod_set, dict):
+            errors.add(field, "must be an object {name, count, gpus_per_pod}")
+            continue
+        name, count, gpus_per_pod = pod_set.get("name", "main"), pod_set.get("count"), pod_set.get("gpus_per_pod")
+        is_valid = True
+        if not isinstance(name, str) or not name or len(name) > 63:
+            errors.add(f"{field}.name", "must be a non-empty string of at most 63 characters")
+            is_valid = False
+        elif name in names:
+            errors.add(f"{field}.name", f"duplicate pod set name {name!r}")
+            is_valid = False
+        names.add(name)
+        if not is_count(count) or count <= 0:
+            errors.add(f"{field}.count", "must be an integer > 0")
+            is_valid = False
+        if not is_count(gpus_per_pod) or gpus_per_pod <= 0:
+            errors.add(f"{field}.gpus_per_pod", "must be an integer > 0")
+            is_valid = False
+        if is_valid:
+            clean.append({"name": name, "count": count, "gpus_per_pod": gpus_per_pod})
+    return clean
+
+
+def _validate_topology(errors: Errors, required: str | None, preferred: str | None) -> None:
+    levels = list(FleetSettings.load().topology_levels)
+    known = levels or ["(none: the fleet has no topology levels)"]
+    for field, level in (("topology.required", required), ("topology.preferred", preferred)):
+        if level and level not in levels:
+            errors.add(field, f"unknown topology level {level!r}; the fleet has {known}")
+    if required in levels and preferred in levels and levels.index(preferred) < levels.index(required):
+        errors.add("topology.preferred", f"{preferred!r} is coarser than the required level {required!r}; prefer the same or a finer level")
+
+
+@transaction.atomic
+def job_submit(
+    *,
+    user,
+    queue_name: str,
+    flavor_name: str,
+    name: str,
+    pod_sets: list[dict],
+    priority: int = 0,
+    topology_required: str | None = None,
+    topology_preferred: str | None = None,
+    runtime_limit_s: int | None = None,
+    checkpoint_interval_s: int | None = None,
+    is_preemptible: bool = True,
+    now: float | None = None,
+) -> Job:
+    """Validate and store a pending gang; a reconcile pass runs after commit."""
+    errors = Errors()
+    queue = Queue.objects.filter(name=queue_name).select_related("team").first() if isinstance(queue_name, str) else None
+    if queue is None:
+        errors.add("queue", f"unknown queue {queue_name!r}")
+    elif not can_submit_to_team(user, queue.team_id):
+        raise PermissionDenied(f"only members of team {queue.team.name} submit into queue {queue.name}")
+    flavor = Flavor.objects.filter(name=flavor_name).first() if isinstance(flavor_name, str) else None
+    if flavor is None:
+        errors.add("flavor", f"unknown flavor {flavor_name!r}")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        errors.add("name", "must be a non-empty string of at most 200 characters")
+    if not is_count(priority) or abs(priority) > 1_000_000:
+        errors.add("priority", "must be an integer between -1000000 and 1000000")
+    for field, value in (("runtime_limit_s", runtime_limit_s), ("checkpoint_interval_s", checkpoint_interval_s)):
+        if value is not None and (not is_count(value) or value <= 0):
+            errors.add(field, "must be null or an integer > 0 (seconds)")
+    if not isinstance(is_preemptible, bool):
+        errors.add("preemptible", "must be true or false")
+    _validate_topology(errors, topology_required or None, topology_preferred or None)
+    clean_pod_sets = _validate_pod_sets(errors, pod_sets)
+
+    if flavor is not None and clean_pod_sets:
+        fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))
+        largest, total = fleet["largest"] or 0, fleet["total"] or 0
+        for i, pod_set in enumerate(clean_pod_sets):
+            if pod_set["gpus_per_pod"] > largest:
+                errors.add(
+                    f"pod_sets.{i}.gpus_per_pod",
+                    f"{pod_set['gpus_per_pod']} GPUs per pod, but the largest {flavor.name} node has {largest} allocatable",
+                )
+        gang_gpus = sum(p["count"] * p["gpus_per_pod"] for p in clean_pod_sets)
+        if gang_gpus > total:
+            errors.add("pod_sets", f"the gang needs {gang_gpus} {flavor.name} GPUs; the whole fleet has {total} allocatable")
+    errors.raise_if_any()
+
+    submitted_at = to_datetime(now if now is not None else time.time())
+    job = Job.objects.create(
+        owner=user,
+        queue=queue,
+        name=name.strip(),
+        flavor=flavor,
+        priority=priority,
+        topology_required=topology_required or "",
+        topology_preferred=topology_preferred or "",
+        runtime_limit_s=runtime_limit_s,
+        checkpoint_interval_s=checkpoint_interval_s,
+        is_preemptible=is_preemptible,
+        gpus=sum(p["count"] * p["gpus_per_pod"] for p in clean_pod_sets),
+        submitted_at=submitted_at,
+        state=JobState.PENDING.value,
+    )
+    PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
+    job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user).save()
+    reconcile_after_commit()
+    return job
+
+
+@transaction.atomic
+def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
+    """Cancel a job that has not finished; a released gang is suspended by the next pass's apply step."""
+    job = Job.objects.select_for_update().select_related("queue").filter(pk=job_id).first()
+    if job is None:
+        raise Job.DoesNotExist(job_id)
+    if not can_cancel_job(user, job):
+        raise PermissionDenied("only the job's owner, a lead of its team or an admin cancels it")
+    if JobState(job.state).is_final:
+        raise ValidationError({"state": [f"job {job.pk} is already {job.state}"]})
+    previous = job.state
+    job.state = JobState.CANCELLED.value
+    job.finished_at = to_datetime(time.time())
+    job.explanation = {}
+    job.save(update_fields=["state", "finished_at", "explanation"])
+    job.placements.all().delete()
+    job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
+    reconcile_after_commit()
+    return job

@@ -1,0 +1,163 @@
+"""Queue writes: create queues and change their settings and per-flavor quotas (team lead or admin)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Sum
+
+from scheduling.core.model import PreemptionPolicy, QueueingStrategy
+from scheduling.models import Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
+from scheduling.permissions import can_edit_team_queues
+from scheduling.services.common import Errors, is_count, reconcile_after_commit
+from scheduling.services.org import validate_name
+
+UNSET = object()
+QUOTA_KEYS = {"nominal", "borrowing_limit", "lending_limit"}
+
+
+def _clean_quotas(errors: Errors, quotas) -> dict[Flavor, dict]:
+    if not isinstance(quotas, dict):
+        errors.add("quotas", "must be an object mapping flavor name to {nominal, borrowing_limit, lending_limit}")
+        return {}
+    flavors = {f.name: f for f in Flavor.objects.filter(name__in=[k for k in quotas if isinstance(k, str)])}
+    clean = {}
+    for flavor_name, quota in quotas.items():
+        field = f"quotas.{flavor_name}"
+        if flavor_name not in flavors:
+            errors.add(field, f"unknown flavor {flavor_name!r}")
+            continue
+        if not isinstance(quota, dict):
+            errors.add(field, "must be an object with nominal, borrowing_limit and lending_limit")
+            continue
+        unknown = set(quota) - QUOTA_KEYS
+        if unknown:
+            errors.add(field, f"unknown keys {sorted(unknown)}")
+        nominal = quota.get("nominal")
+        is_valid = True
+        if not is_count(nominal) or nominal < 0:
+            errors.add(f"{field}.nominal", "required, an integer ≥ 0")
+            is_valid = False
+        for key in ("borrowing_limit", "lending_limit"):
+            value = quota.get(key)
+            if value is not None and (not is_count(value) or value < 0):
+                errors.add(f"{field}.{key}", "must be null or an integer ≥ 0")
+                is_valid = False
+        lending = quota.get("lending_limit")
+        if is_valid and lending is not None and lending > nominal:
+            errors.add(f"{field}.lending_limit", f"{lending} exceeds the nominal quota {nominal}")
+            is_valid = False
+        if is_valid and not unknown:
+            clean[flavors[flavor_name]] = {
+                "nominal": nominal,
+                "borrowing_limit": quota.get("borrowing_limit"),
+                "lending_limit": lending,
+            }
+    return clean
+
+
+def _check_allotments(errors: Errors, *, team: Team, queue: Queue | None, quotas: dict[Flavor, dict]) -> None:
+    """The sum of a team's queue nominals per flavor may not exceed the team's allotment."""
+    if not quotas:
+        return
+    others = QueueQuota.objects.filter(queue__team=team, flavor__in=list(quotas))
+    if queue is not None:
+        others = others.exclude(queue=queue)
+    other_nominal = dict(others.values("flavor_id").annotate(total=Sum("nominal")).values_list("flavor_id", "total"))
+    allotted = dict(TeamAllotment.objects.filter(team=team, flavor__in=list(quotas)).values_list("flavor_id", "gpus"))
+    for flavor, quota in quotas.items():
+        total = other_nominal.get(flavor.pk, 0) + quota["nominal"]
+        allotment = allotted.get(flavor.pk, 0)
+        if total > allotment:
+            errors.add(
+                f"quotas.{flavor.name}.nominal",
+                f"team {team.name} would hold {total} {flavor.name} GPUs of nominal quota over its queues; its allotment is {allotment}",
+            )
+
+
+def _clean_settings(errors: Errors, *, weight, strategy, preemption_policy, cohort_name) -> None:
+    if weight is not UNSET and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0):
+        errors.add("weight", "must be a number > 0")
+    if strategy is not UNSET and strategy not in {s.value for s in QueueingStrategy}:
+        errors.add("strategy", f"must be one of {[s.value for s in QueueingStrategy]}")
+    if preemption_policy is not UNSET and preemption_policy not in {p.value for p in PreemptionPolicy}:
+        errors.add("preemption_policy", f"must be one of {[p.value for p in PreemptionPolicy]}")
+    if cohort_name not in (UNSET, None, ""):
+        validate_name(errors, "cohort", cohort_name)
+
+
+def _save_quotas(queue: Queue, quotas: dict[Flavor, dict]) -> None:
+    for flavor, quota in quotas.items():
+        QueueQuota.objects.update_or_create(queue=queue, flavor=flavor, defaults=quota)
+
+
+@transaction.atomic
+def queue_create(
+    *,
+    actor,
+    name: str,
+    team_name: str,
+    cohort_name: str | None = None,
+    weight: float = 1.0,
+    strategy: str = QueueingStrategy.BEST_EFFORT_FIFO.value,
+    preemption_policy: str = PreemptionPolicy.WITHIN_QUEUE_AND_RECLAIM.value,
+    quotas: dict | None = None,
+) -> Queue:
+    errors = Errors()
+    validate_name(errors, "name", name)
+    if isinstance(name, str) and Queue.objects.filter(name=name).exists():
+        errors.add("name", f"a queue named {name!r} already exists")
+    team = Team.objects.filter(name=team_name).first() if isinstance(team_name, str) else None
+    if team is None:
+        errors.add("team", f"unknown team {team_name!r}")
+    elif not can_edit_team_queues(actor, team.pk):
+        raise PermissionDenied(f"only a lead of {team.name} or an admin creates its queues")
+    _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
+    clean = _clean_quotas(errors, quotas if quotas is not None else {})
+    if team is not None:
+        _check_allotments(errors, team=team, queue=None, quotas=clean)
+    errors.raise_if_any()
+    cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
+    queue = Queue.objects.create(
+        name=name, team=team, cohort=cohort, weight=float(weight), strategy=strategy, preemption_policy=preemption_policy
+    )
+    QueueUsage.objects.create(queue=queue)
+    _save_quotas(queue, clean)
+    reconcile_after_commit()
+    return queue
+
+
+@transaction.atomic
+def queue_update(
+    *,
+    actor,
+    queue_name: str,
+    cohort_name=UNSET,
+    weight=UNSET,
+    strategy=UNSET,
+    preemption_policy=UNSET,
+    quotas: dict | None = None,
+) -> Queue:
+    """Change the given settings; `quotas` sets the given flavors' quotas (others keep theirs)."""
+    queue = Queue.objects.select_for_update().select_related("team").filter(name=queue_name).first()
+    if queue is None:
+        raise Queue.DoesNotExist(queue_name)
+    if not can_edit_team_queues(actor, queue.team_id):
+        raise PermissionDenied(f"only a lead of {queue.team.name} or an admin edits its queues")
+    errors = Errors()
+    _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
+    clean = _clean_quotas(errors, quotas) if quotas is not None else {}
+    _check_allotments(errors, team=queue.team, queue=queue, quotas=clean)
+    errors.raise_if_any()
+    if cohort_name is not UNSET:
+        queue.cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
+    if weight is not UNSET:
+        queue.weight = float(weight)
+    if strategy is not UNSET:
+        queue.strategy = strategy
+    if preemption_policy is not UNSET:
+        queue.preemption_policy = preemption_policy
+    queue.save()
+    _save_quotas(queue, clean)
+    reconcile_after_commit()
+    return queue

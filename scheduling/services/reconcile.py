@@ -1,0 +1,289 @@
+"""The reconcile pass: observe the cluster, snapshot, run the core, persist decisions, then apply them."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import F, Sum
+
+from scheduling.cluster.base import Cluster, GangRelease, WorkloadPhase, WorkloadRef
+from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.fairshare import decay_usage
+from scheduling.core.model import CycleResult, JobState, PodPlacement
+from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, QueueUsage, ReconcileState
+from scheduling.models.jobs import HOLDING_STATES
+from scheduling.models.preemption import OPEN_PLAN_STATUSES
+from scheduling.services.common import to_datetime
+from scheduling.services.jobs import job_event
+from scheduling.snapshots import SnapshotContext, snapshot_build
+
+logger = logging.getLogger("scheduling.reconcile")
+
+REQUEUE_RESET = {
+    "state": JobState.PENDING.value,
+    "admitted_at": None,
+    "started_at": None,
+    "ready_pods": 0,
+    "is_borrowing": False,
+}
+
+
+@dataclass
+class ReconcileResult:
+    admitted: list[int] = field(default_factory=list)
+    started: list[int] = field(default_factory=list)
+    finished: list[int] = field(default_factory=list)
+    preempted: list[int] = field(default_factory=list)
+    evicted: list[int] = field(default_factory=list)
+    proposed_plans: list[int] = field(default_factory=list)
+    pending: int = 0
+    released: list[int] = field(default_factory=list)
+    suspended: list[int] = field(default_factory=list)
+
+
+def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
+    """One idempotent pass. Decisions commit in one transaction that holds the reconcile row lock;
+    applying them to the cluster happens after commit and is keyed by (job id, admission generation)."""
+    if cluster is None:
+        from scheduling.cluster.registry import get_cluster
+
+        cluster = get_cluster()
+    now = time.time() if now is None else now
+    result = ReconcileResult()
+    with transaction.atomic():
+        state = _lock_pass()
+        _observe_workloads(cluster=cluster, now=now, result=result)
+        snapshot, context = snapshot_build(now=now, cluster=cluster)
+        decisions = run_admission_cycle(snapshot)
+        _persist(decisions=decisions, context=context, now=now, result=result)
+        _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
+                     half_life_s=snapshot.config.usage_half_life_s)
+        state.last_pass_at = to_datetime(now)
+        state.passes = F("passes") + 1
+        state.save(update_fields=["last_pass_at", "passes"])
+    _apply(cluster=cluster, now=now, result=result)
+    if result.admitted or result.finished or result.preempted or result.evicted:
+        logger.info(
+            "reconcile: admitted %s started %s finished %s preempted %s evicted %s",
+            result.admitted, result.started, result.finished, result.preempted, result.evicted,
+        )
+    return result
+
+
+# 1 -- the singleton guard ------------------------------------------------------------------------
+def _lock_pass() -> ReconcileState:
+    ReconcileState.objects.get_or_create(pk=1)
+    return ReconcileState.objects.select_for_update().get(pk=1)
+
+
+# 2 -- observe the cluster --------------------------------------------------------------------------
+def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
+    """Released gangs: all pods running → running; finished → succeeded/failed; lost → release again."""
+    released = list(
+        Job.objects.filter(state__in=HOLDING_STATES, applied_generation__gt=0).values(
+            "id", "state", "admission_generation", "applied_generation", "ready_pods"
+        )
+    )
+    if not released:
+        return
+    statuses = cluster.workload_statuses([WorkloadRef(job_id=j["id"], generation=j["applied_generation"]) for j in released], now)
+    pods = _pods_by_job([j["id"] for j in released])
+    events = []
+    moment = to_datetime(now)
+    for job in released:
+        status = statuses.get(job["id"])
+        if status is None or job["applied_generation"] != job["admission_generation"]:
+            continue
+        if status.phase is WorkloadPhase.MISSING:
+            Job.objects.filter(pk=job["id"]).update(applied_generation=0)
+            continue
+        if status.generation and status.generation != job["admission_generation"]:
+            continue
+        if status.phase in (WorkloadPhase.SUCCEEDED, WorkloadPhase.FAILED):
+            final = JobState.SUCCEEDED if status.phase is WorkloadPhase.SUCCEEDED else JobState.FAILED
+            Job.objects.filter(pk=job["id"]).update(state=final.value, finished_at=moment, explanation={})
+            events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
+            result.finished.append(job["id"])
+            continue
+        ready = status.ready_pods
+        if ready != job["ready_pods"]:
+            Job.objects.filter(pk=job["id"]).update(ready_pods=ready)
+        if job["state"] == JobState.ADMITTED and status.phase is WorkloadPhase.RUNNING and ready >= pods.get(job["id"], 0):
+            Job.objects.filter(pk=job["id"]).update(state=JobState.RUNNING.value, started_at=moment, ready_pods=ready)
+            events.append(
+                job_event(job_id=job["id"], from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason="pods_ready",
+                          message=f"all {ready} pods running")
+            )
+            result.started.append(job["id"])
+    JobEvent.objects.bulk_create(events)
+
+
+def _pods_by_job(job_ids: list[int]) -> dict[int, int]:
+    return dict(PodSet.objects.filter(job_id__in=job_ids).values("job_id").annotate(pods=Sum("count")).values_list("job_id", "pods"))
+
+
+# 3 -- persist the decisions ------------------------------------------------------------------------
+def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, result: ReconcileResult) -> None:
+    moment = to_datetime(now)
+    events = []
+    admitted_ids = {a.job_id for a in decisions.admissions}
+    node_ids = dict(Node.objects.values_list("name", "id"))
+    states = dict(
+        Job.objects.filter(pk__in=[*admitted_ids, *(v for a in decisions.admissions for v in a.preempted),
+                                   *(e.job_id for e in decisions.evictions)]).values_list("id", "state")
+    )
+
+    # Evictions first: they free GPUs the admissions below may use.
+    for eviction in decisions.evictions:
+        _requeue(eviction.job_id, from_state=states.get(eviction.job_id, JobState.ADMITTED), via=JobState.EVICTED,
+                 reason="pods_not_ready", message=eviction.message, events=events,
+                 extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until)})
+        result.evicted.append(eviction.job_id)
+
+    placements = []
+    for admission in decisions.admissions:
+        for victim_id in admission.preempted:
+            _requeue(victim_id, from_state=states.get(victim_id, JobState.RUNNING), via=JobState.PREEMPTED,
+                     reason="preempted", message=f"preempted to make room for job {admission.job_id}", events=events,
+                     extra={"preempted_by_id": admission.job_id})
+            result.preempted.append(victim_id)
+        Placement.objects.filter(job_id=admission.job_id).delete()
+        Job.objects.filter(pk=admission.job_id).update(
+            state=JobState.ADMITTED.value,
+            admitted_at=moment,
+            started_at=None,
+            ready_pods=0,
+            admission_generation=F("admission_generation") + 1,
+            is_borrowing=admission.is_borrowing,
+            explanation={},
+        )
+        placements.extend(_placement_rows(admission.job_id, admission.placement, context, node_ids))
+        nodes = len({p.node for p in admission.placement})
+        message = f"{len(admission.placement)} pods on {nodes} nodes" + (" (borrowing from the cohort)" if admission.is_borrowing else "")
+        if admission.preempted:
+            message += f"; preempted jobs {', '.join(map(str, admission.preempted))}"
+        events.append(job_event(job_id=admission.job_id, from_state=states.get(admission.job_id, JobState.PENDING),
+                                to_state=JobState.ADMITTED, reason="admitted", message=message))
+        result.admitted.append(admission.job_id)
+    Placement.objects.bulk_create(placements, batch_size=1000)
+
+    _persist_plans(decisions=decisions, admitted_ids=admitted_ids, result=result, moment=moment)
+
+    by_explanation: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for pending in decisions.pending:
+        by_explanation[(pending.reason.value, pending.message)].append(pending.job_id)
+    for (reason, message), job_ids in by_explanation.items():
+        for start in range(0, len(job_ids), 2000):
+            Job.objects.filter(pk__in=job_ids[start : start + 2000], state=JobState.PENDING.value).update(
+                explanation={"blocking": reason, "summary": message, "checked_at": now}
+            )
+    result.pending = len(decisions.pending)
+    JobEvent.objects.bulk_create(events, batch_size=1000)
+
+
+def _requeue(job_id: int, *, from_state: str, via: JobState, reason: str, message: str, events: list, extra: dict) -> None:
+    """Admitted/running → preempted or evicted → pending, keeping the original submit time."""
+    Placement.objects.filter(job_id=job_id).delete()
+    Job.objects.filter(pk=job_id).update(**REQUEUE_RESET, **extra)
+    events.append(job_event(job_id=job_id, from_state=from_state, to_state=via, reason=reason, message=message))
+    events.append(job_event(job_id=job_id, from_state=via, to_state=JobState.PENDING, reason="requeued", message="keeps its submit time"))
+
+
+def _placement_rows(job_id: int, placement: tuple[PodPlacement, ...], context: SnapshotContext, node_ids: dict[str, int]):
+    gpus_by_pod_set = {}
+    if placement:
+        gpus_by_pod_set = dict(PodSet.objects.filter(job_id=job_id).values_list("name", "gpus_per_pod"))
+    for pod in placement:
+        yield Placement(
+            job_id=job_id,
+            pod_set_id=context.pod_set_ids[(job_id, pod.pod_set)],
+            pod_index=pod.index,
+            node_id=node_ids[pod.node],
+            gpus=gpus_by_pod_set[pod.pod_set],
+        )
+
+
+def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: ReconcileResult, moment) -> None:
+    """One open plan per job: keep an identical open plan, supersede a stale one, record executed ones."""
+    open_plans = {p.job_id: p for p in PreemptionPlan.objects.filter(status__in=OPEN_PLAN_STATUSES)}
+    open_victims = defaultdict(set)
+    for plan_id, victim_id in PreemptionVictim.objects.filter(plan__in=list(open_plans.values())).values_list("plan_id", "job_id"):
+        open_victims[plan_id].add(victim_id)
+    kept: set[int] = set()
+    for planned in decisions.preemptions:
+        plan = planned.plan
+        is_executed = plan.job_id in admitted_ids and not planned.needs_approval
+        existing = open_plans.get(plan.job_id)
+        if existing is not None and open_victims[existing.pk] == set(plan.victim_ids):
+            if is_executed:
+                existing.status = PlanStatus.EXECUTED
+                existing.save(update_fields=["status"])
+            kept.add(existing.pk)
+            continue
+        if existing is not None:
+            existing.status = PlanStatus.SUPERSEDED
+            existing.save(update_fields=["status"])
+            del open_plans[plan.job_id]
+        row = PreemptionPlan.objects.create(
+            job_id=plan.job_id,
+            domain=plan.domain,
+            reason=plan.reason.value,
+            cost_gpu_hours=round(plan.cost_gpu_hours, 3),
+            teams_affected=list(plan.teams_affected),
+            needs_approval=planned.needs_approval,
+            status=PlanStatus.EXECUTED if is_executed else PlanStatus.PROPOSED,
+            decided_at=moment if is_executed else None,
+        )
+        PreemptionVictim.objects.bulk_create(
+            PreemptionVictim(plan=row, job_id=v.job_id, gpus=v.gpus, cost_gpu_hours=round(v.cost_gpu_hours, 3)) for v in plan.victims
+        )
+        kept.add(row.pk)
+        if not is_executed:
+            result.proposed_plans.append(row.pk)
+    # Open plans the core did not make again are stale: their job was admitted otherwise, left, or no longer needs them.
+    PreemptionPlan.objects.filter(status__in=OPEN_PLAN_STATUSES).exclude(pk__in=kept).exclude(
+        status=PlanStatus.APPROVED, job__state=JobState.PENDING.value
+    ).update(status=PlanStatus.SUPERSEDED)
+
+
+def _decay_usage(*, context: SnapshotContext, now: float, last_pass_at: float | None, half_life_s: float) -> None:
+    elapsed_s = 0.0 if last_pass_at is None else max(0.0, now - last_pass_at)
+    if elapsed_s <= 0:
+        return
+    rows = list(QueueUsage.objects.select_related("queue"))
+    for row in rows:
+        row.usage_gpu_s = decay_usage(row.usage_gpu_s, context.gpus_in_use_by_queue.get(row.queue.name, 0), elapsed_s, half_life_s)
+        row.updated_at = to_datetime(now)
+    QueueUsage.objects.bulk_update(rows, ["usage_gpu_s", "updated_at"])
+
+
+# 4 -- apply after commit ---------------------------------------------------------------------------
+def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
+    """Release every admission not yet applied; suspend every released gang that no longer holds GPUs.
+    Keyed by (job id, admission generation), so a crash between commit and here is healed next pass."""
+    to_release = list(
+        Job.objects.filter(state__in=HOLDING_STATES, admission_generation__gt=F("applied_generation")).values_list(
+            "id", "admission_generation"
+        )
+    )
+    if to_release:
+        placements = defaultdict(list)
+        for job_id, pod_set, index, node in (
+            Placement.objects.filter(job_id__in=[j for j, _ in to_release])
+            .order_by("job_id", "pod_set_id", "pod_index")
+            .values_list("job_id", "pod_set__name", "pod_index", "node__name")
+        ):
+            placements[job_id].append(PodPlacement(pod_set=pod_set, index=index, node=node))
+        for job_id, generation in to_release:
+            cluster.release(GangRelease(WorkloadRef(job_id=job_id, generation=generation), tuple(placements[job_id])), now)
+            Job.objects.filter(pk=job_id, admission_generation=generation).update(applied_generation=generation)
+            result.released.append(job_id)
+    stopped = [JobState.PENDING.value, JobState.CANCELLED.value, JobState.PREEMPTED.value, JobState.EVICTED.value]
+    for job_id, generation in Job.objects.filter(state__in=stopped, applied_generation__gt=0).values_list("id", "applied_generation"):
+        cluster.suspend(WorkloadRef(job_id=job_id, generation=generation), now)
+        Job.objects.filter(pk=job_id, applied_generation=generation).update(applied_generation=0)
+        result.suspended.append(job_id)

@@ -1,0 +1,5 @@
+import sys
+
+from scheduling.simulation.cli import main
+
+sys.exit(main())

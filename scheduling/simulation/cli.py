@@ -1,0 +1,129 @@
+"""`simulate`: replay a trace under named policies, print the metrics, write JSON and a Plotly report.
+
+Used by `python -m scheduling.simulation …` and by the thin Django command `python manage.py simulate …`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import TextIO
+
+from scheduling.simulation.engine import simulate
+from scheduling.simulation.fleet import FleetError
+from scheduling.simulation.metrics import add_fairness, summarize
+from scheduling.simulation.policies import POLICIES, get_policy, with_approval
+from scheduling.simulation.report import table, team_table, write_plot
+from scheduling.simulation.scenario import build_scenario
+from scheduling.simulation.trace import TraceError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", default="philly", help="'philly' (built in) or the path of a job CSV")
+    parser.add_argument("--fleet", default=None, help="fleet file (YAML/JSON, the loadfleet format) or node list CSV")
+    parser.add_argument("--quotas", default=None, help="CSV team,gpus[,flavor]; default: VC sizes (Philly) or equal shares")
+    parser.add_argument("--scale", type=float, default=1.0, help="shrink fleet and quotas by this factor (0.25: contended)")
+    parser.add_argument("--policy", default=",".join(POLICIES), help=f"comma-separated: {', '.join(POLICIES)}")
+    parser.add_argument("--from", dest="date_from", default=None, help="first submit day, YYYY-MM-DD (Philly)")
+    parser.add_argument("--to", dest="date_to", default=None, help="last submit day, inclusive (Philly)")
+    parser.add_argument("--checkpoint-interval", type=int, default=None,
+                        help="seconds between checkpoints of every job (default: none, a preempted job restarts)")
+    parser.add_argument("--approve", choices=("none", "all"), default=None,
+                        help="preemption plans the simulated admin approves (default: per policy)")
+    parser.add_argument("--json", dest="json_out", default=None, help="write the metrics as JSON here")
+    parser.add_argument("--plot", dest="plot_out", default=None, help="write a Plotly HTML report here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> dict:
+    o = options if isinstance(options, dict) else vars(options)
+    policies = [with_approval(get_policy(name.strip()), o.get("approve")) for name in o["policy"].split(",") if name.strip()]
+    loaded = time.perf_counter()
+    scenario = build_scenario(
+        o["trace"], fleet=o.get("fleet"), quotas=o.get("quotas"), scale=o.get("scale", 1.0),
+        date_from=o.get("date_from"), date_to=o.get("date_to"), checkpoint_interval_s=o.get("checkpoint_interval"),
+    )
+    jobs = len(scenario.trace.jobs)
+    print(
+        f"{scenario.name}: {jobs:,} jobs, {len(scenario.trace.teams)} teams, {len(scenario.fleet.nodes)} nodes, "
+        f"{scenario.fleet.gpus:,} GPUs (loaded in {time.perf_counter() - loaded:.1f}s)",
+        file=stdout,
+    )
+    results: dict[str, dict] = {}
+    for policy in policies:
+        bar = None if o.get("no_progress") else ProgressBar(policy.name, stderr)
+        result = simulate(scenario, policy, progress=bar)
+        if bar is not None:
+            bar.close()
+        results[policy.name] = summarize(result)
+        print(f"  {policy.name}: {result.wall_s:.1f}s, {result.cycles:,} cycles, {result.events:,} events", file=stdout)
+    add_fairness(results)
+    document = {
+        "scenario": {
+            "name": scenario.name,
+            "trace": o["trace"],
+            "jobs": jobs,
+            "teams": list(scenario.trace.teams),
+            "nodes": len(scenario.fleet.nodes),
+            "gpus": scenario.fleet.gpus,
+            "scale": o.get("scale", 1.0),
+            "topology": list(scenario.fleet.topology),
+            "quotas": {team: dict(q) for team, q in scenario.quotas.items()},
+            "checkpoint_interval_s": scenario.checkpoint_interval_s,
+            "trace_gpu_hours": scenario.trace.gpu_seconds / 3600.0,
+        },
+        "policies": results,
+    }
+    print(file=stdout)
+    print("waits in seconds (total time pending per job); 'worst team ×iso' = highest team mean wait / its fifo-isolated one",
+          file=stdout)
+    print(table(results), file=stdout)
+    print(file=stdout)
+    print(team_table(results), file=stdout)
+    if o.get("json_out"):
+        with open(o["json_out"], "w") as handle:
+            json.dump(document, handle, indent=1, default=_json_default)
+        print(f"wrote {o['json_out']}", file=stdout)
+    if o.get("plot_out"):
+        write_plot(document, o["plot_out"])
+        print(f"wrote {o['plot_out']}", file=stdout)
+    return document
+
+
+def _json_default(value):
+    return str(value)
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn in place."""
+
+    def __init__(self, label: str, stream: TextIO, width: int = 30) -> None:
+        self.label, self.stream, self.width = label, stream, width
+        self.started = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        fraction = min(1.0, done / total) if total else 1.0
+        filled = int(fraction * self.width)
+        self.stream.write(
+            f"\r{self.label:>14} [{'#' * filled}{'.' * (self.width - filled)}] {100 * fraction:5.1f}% "
+            f"{done:,}/{total:,} events {time.perf_counter() - self.started:6.1f}s"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scheduling.simulation", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    options = parser.parse_args(argv)
+    try:
+        run(options)
+    except (TraceError, FleetError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,184 @@
+"""The one translator from ORM rows and cluster state into the core's Snapshot."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from django.conf import settings
+
+from scheduling.cluster.base import Cluster
+from scheduling.core.model import (
+    Job,
+    JobState,
+    PodPlacement,
+    PodSet,
+    PreemptionPolicy,
+    Queue,
+    QueueingStrategy,
+    Quota,
+    SchedulerConfig,
+    Snapshot,
+    Toleration,
+    TopologyRequest,
+)
+from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, QueueUsage
+from scheduling.models import Job as JobRow
+from scheduling.models import Placement as PlacementRow
+from scheduling.models import PodSet as PodSetRow
+from scheduling.models import Queue as QueueRow
+from scheduling.models.jobs import HOLDING_STATES
+
+ID_CHUNK = 2000
+JOB_FIELDS = (
+    "id",
+    "queue__name",
+    "queue__team__name",
+    "flavor__name",
+    "priority",
+    "submitted_at",
+    "topology_required",
+    "topology_preferred",
+    "runtime_limit_s",
+    "checkpoint_interval_s",
+    "is_preemptible",
+    "tolerations",
+    "state",
+    "admitted_at",
+    "started_at",
+    "ready_pods",
+    "evictions",
+    "backoff_until",
+    "preempted_by_id",
+)
+
+
+@dataclass
+class SnapshotContext:
+    """What the persist step needs besides the snapshot: row ids the core does not know."""
+
+    pod_set_ids: dict[tuple[int, str], int] = field(default_factory=dict)
+    gpus_in_use_by_queue: dict[str, int] = field(default_factory=dict)
+
+
+def _epoch(moment) -> float | None:
+    return moment.timestamp() if moment is not None else None
+
+
+def _chunks(ids: list[int]) -> Iterable[list[int]]:
+    for start in range(0, len(ids), ID_CHUNK):
+        yield ids[start : start + ID_CHUNK]
+
+
+def queues_load() -> dict[str, Queue]:
+    rows = QueueRow.objects.select_related("team", "cohort").prefetch_related("quotas__flavor")
+    return {
+        row.name: Queue(
+            name=row.name,
+            team=row.team.name,
+            cohort=row.cohort.name if row.cohort else None,
+            weight=row.weight,
+            strategy=QueueingStrategy(row.strategy),
+            preemption=PreemptionPolicy(row.preemption_policy),
+            quotas={
+                quota.flavor.name: Quota(
+                    nominal=quota.nominal, borrowing_limit=quota.borrowing_limit, lending_limit=quota.lending_limit
+                )
+                for quota in row.quotas.all()
+            },
+        )
+        for row in rows
+    }
+
+
+def _pending_rows(per_queue_cap: int) -> list[dict]:
+    """Each queue's head of line, in (priority desc, submit time, id) order: the job_pending_order index."""
+    rows: list[dict] = []
+    for queue_id in QueueRow.objects.values_list("id", flat=True):
+        rows.extend(
+            JobRow.objects.filter(state=JobState.PENDING.value, queue_id=queue_id)
+            .order_by("-priority", "submitted_at", "id")
+            .values(*JOB_FIELDS)[:per_queue_cap]
+        )
+    return rows
+
+
+def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placement: bool) -> list[Job]:
+    ids = [row["id"] for row in rows]
+    pod_sets: dict[int, list[PodSet]] = defaultdict(list)
+    placements: dict[int, list[PodPlacement]] = defaultdict(list)
+    for chunk in _chunks(ids):
+        for ps in PodSetRow.objects.filter(job_id__in=chunk).order_by("job_id", "id").values("id", "job_id", "name", "count", "gpus_per_pod"):
+            pod_sets[ps["job_id"]].append(PodSet(name=ps["name"], count=ps["count"], gpus_per_pod=ps["gpus_per_pod"]))
+            context.pod_set_ids[(ps["job_id"], ps["name"])] = ps["id"]
+        if with_placement:
+            for pl in (
+                PlacementRow.objects.filter(job_id__in=chunk)
+                .order_by("job_id", "pod_set_id", "pod_index")
+                .values("job_id", "pod_set__name", "pod_index", "node__name")
+            ):
+                placements[pl["job_id"]].append(PodPlacement(pod_set=pl["pod_set__name"], index=pl["pod_index"], node=pl["node__name"]))
+    jobs = []
+    for row in rows:
+        job_pod_sets = tuple(pod_sets[row["id"]])
+        pods = sum(ps.count for ps in job_pod_sets)
+        jobs.append(
+            Job(
+                id=row["id"],
+                queue=row["queue__name"],
+                team=row["queue__team__name"],
+                flavor=row["flavor__name"],
+                pod_sets=job_pod_sets,
+                priority=row["priority"],
+                submitted_at=_epoch(row["submitted_at"]),
+                topology=TopologyRequest(required=row["topology_required"] or None, preferred=row["topology_preferred"] or None),
+                runtime_limit_s=row["runtime_limit_s"],
+                checkpoint_interval_s=row["checkpoint_interval_s"],
+                is_preemptible=row["is_preemptible"],
+                tolerations=tuple(Toleration(**t) for t in row["tolerations"] or ()),
+                state=JobState(row["state"]),
+                placement=tuple(placements[row["id"]]),
+                admitted_at=_epoch(row["admitted_at"]),
+                started_at=_epoch(row["started_at"]),
+                are_pods_ready=pods > 0 and row["ready_pods"] >= pods,
+                evictions=row["evictions"],
+                backoff_until=_epoch(row["backoff_until"]),
+                preempted_by=row["preempted_by_id"],
+            )
+        )
+    return jobs
+
+
+def approved_preemptions_load() -> dict[int, frozenset[int]]:
+    approved: dict[int, set[int]] = defaultdict(set)
+    for plan_job_id, victim_id in PreemptionVictim.objects.filter(plan__status=PlanStatus.APPROVED).values_list("plan__job_id", "job_id"):
+        approved[plan_job_id].add(victim_id)
+    return {job_id: frozenset(victims) for job_id, victims in approved.items()}
+
+
+def scheduler_config() -> SchedulerConfig:
+    overrides = getattr(settings, "GANGWAY_SCHEDULER", {}) or {}
+    return SchedulerConfig(**overrides)
+
+
+def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotContext]:
+    """Nodes from the cluster; queues, quotas, admitted and (capped, ordered) pending jobs from the database."""
+    context = SnapshotContext()
+    admitted_rows = list(JobRow.objects.filter(state__in=HOLDING_STATES).order_by("id").values(*JOB_FIELDS))
+    admitted = _jobs_from_rows(admitted_rows, context, with_placement=True)
+    pending = _jobs_from_rows(_pending_rows(settings.GANGWAY_PENDING_PER_QUEUE), context, with_placement=False)
+    for job in admitted:
+        context.gpus_in_use_by_queue[job.queue] = context.gpus_in_use_by_queue.get(job.queue, 0) + job.gpus
+    snapshot = Snapshot(
+        now=now,
+        topology=tuple(FleetSettings.load().topology_levels),
+        nodes=tuple(cluster.list_nodes()),
+        queues=queues_load(),
+        admitted=tuple(admitted),
+        pending=tuple(pending),
+        historical_usage=dict(QueueUsage.objects.values_list("queue__name", "usage_gpu_s")),
+        approved_preemptions=approved_preemptions_load(),
+        config=scheduler_config(),
+    )
+    return snapshot, context

@@ -1,0 +1,42 @@
+"""Celery tasks: thin wrappers around services, and the singleton lock of the reconcile pass."""
+
+from __future__ import annotations
+
+import contextlib
+
+from celery import shared_task
+from django.conf import settings
+
+from scheduling.services.reconcile import admission_cycle_run
+
+LOCK_KEY = "gangway:reconcile:lock"
+
+
+@contextlib.contextmanager
+def reconcile_lock():
+    """Yield True when this process holds the pass. On Redis: a lock taken without blocking; on the
+    embedded broker the database row lock inside the pass serialises concurrent runs."""
+    broker = settings.CELERY_BROKER_URL
+    if not broker.startswith(("redis://", "rediss://")):
+        yield True
+        return
+    import redis
+
+    client = redis.Redis.from_url(broker)
+    lock = client.lock(LOCK_KEY, timeout=settings.GANGWAY_RECONCILE_LOCK_TIMEOUT_S, blocking=False)
+    acquired = lock.acquire(blocking=False)
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with contextlib.suppress(Exception):
+                lock.release()
+
+
+@shared_task(name="scheduling.tasks.reconcile", ignore_result=True)
+def reconcile() -> dict:
+    with reconcile_lock() as acquired:
+        if not acquired:
+            return {"skipped": True}
+        result = admission_cycle_run()
+    return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}

@@ -1,0 +1,156 @@
+"""The admission cycle: ordering, strategies, fair share, readiness, and reasons."""
+
+import pytest
+
+from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.fairshare import decay_usage
+from scheduling.core.model import PendingReason, QueueingStrategy, SchedulerConfig
+from scheduling.core.readiness import backoff_s
+from tests.core.builders import a_gang, queue, rack_fleet, snapshot
+
+
+def admitted_ids(result):
+    return [a.job_id for a in result.admissions]
+
+
+def reasons(result):
+    return {p.job_id: p.reason for p in result.pending}
+
+
+def test_higher_priority_goes_first_then_fifo():
+    nodes = rack_fleet(racks=1, nodes=1)
+    old = a_gang(1, 8).id(1).submitted(1)
+    new_urgent = a_gang(1, 8).id(2).submitted(2).priority(10)
+    newer = a_gang(1, 8).id(3).submitted(3)
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 8)], pending=[old, newer, new_urgent]))
+    assert admitted_ids(result) == [2]
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 8)], pending=[newer, old]))
+    assert admitted_ids(result) == [1]
+
+
+STRATEGIES = [
+    pytest.param(QueueingStrategy.BEST_EFFORT_FIFO, [2], PendingReason.FIT, id="best-effort FIFO lets a later job that fits pass a blocked head"),
+    pytest.param(QueueingStrategy.STRICT_FIFO, [], PendingReason.ORDER, id="strict FIFO holds every job behind a blocked head"),
+]
+
+
+@pytest.mark.parametrize("strategy, admitted, second_reason", STRATEGIES)
+def test_queueing_strategy(strategy, admitted, second_reason):
+    nodes = rack_fleet(racks=1, nodes=2)
+    head = a_gang(4, 8).id(1).submitted(1)
+    small = a_gang(1, 8).id(2).submitted(2)
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 64, strategy=strategy)], pending=[head, small]))
+    assert admitted_ids(result) == admitted
+    assert reasons(result)[1] is PendingReason.FIT
+    if not admitted:
+        assert reasons(result)[2] is second_reason
+
+
+def test_a_gang_that_does_not_fit_waits_while_smaller_jobs_run():
+    nodes = rack_fleet(racks=2, nodes=2)
+    big = a_gang(8, 8).id(1).submitted(1)
+    smalls = [a_gang(1, 8).id(i).submitted(i) for i in (2, 3)]
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 64)], pending=[big, *smalls]))
+    assert admitted_ids(result) == [2, 3]
+    assert reasons(result) == {1: PendingReason.FIT}
+
+
+def test_the_queue_with_the_lowest_share_goes_first():
+    nodes = rack_fleet(racks=1, nodes=3)
+    borrower_running = a_gang(2, 8).in_queue("a").running_on("b0r0n0", "b0r0n1")
+    a_next = a_gang(1, 8).id(10).in_queue("a").submitted(1)
+    b_next = a_gang(1, 8).id(11).in_queue("b").submitted(2)
+    result = run_admission_cycle(
+        snapshot(nodes, [queue("a", 8), queue("b", 16)], admitted=[borrower_running], pending=[a_next, b_next])
+    )
+    assert admitted_ids(result) == [11]
+
+
+def test_at_equal_share_the_team_with_less_recent_usage_goes_first():
+    nodes = rack_fleet(racks=1, nodes=1)
+    a_job = a_gang(1, 8).id(1).in_queue("a").submitted(1)
+    b_job = a_gang(1, 8).id(2).in_queue("b").submitted(2)
+    queues = [queue("a", 8), queue("b", 8)]
+    history = {"a": 1_000_000.0, "b": 10.0}
+    result = run_admission_cycle(snapshot(nodes, queues, pending=[a_job, b_job], historical_usage=history))
+    assert admitted_ids(result) == [2]
+    result = run_admission_cycle(snapshot(nodes, queues, pending=[a_job, b_job]))
+    assert admitted_ids(result) == [1]
+
+
+def test_decayed_usage_halves_every_half_life():
+    assert decay_usage(100.0, 0, 7 * 86400, 7 * 86400) == pytest.approx(50.0)
+    one_step = decay_usage(0.0, 8, 7200, 3600)
+    two_steps = decay_usage(decay_usage(0.0, 8, 3600, 3600), 8, 3600, 3600)
+    assert one_step == pytest.approx(two_steps)
+
+
+def test_a_queue_never_exceeds_nominal_plus_what_the_cohort_lends():
+    nodes = rack_fleet(racks=2, nodes=4)
+    jobs = [a_gang(1, 8).id(i).in_queue("a").submitted(i) for i in range(1, 9)]
+    result = run_admission_cycle(
+        snapshot(nodes, [queue("a", 16, borrowing_limit=16), queue("b", 48)], pending=jobs)
+    )
+    assert len(result.admissions) == 4
+    assert sum(a.is_borrowing for a in result.admissions) == 2
+
+
+def test_a_gang_not_ready_in_time_is_evicted_with_backoff():
+    config = SchedulerConfig(pods_ready_timeout_s=600)
+    stuck = a_gang(1, 8).id(1).running_on("b0r0n0", since=1000, ready=False)
+    waiting = a_gang(1, 8).id(2).submitted(5)
+    result = run_admission_cycle(
+        snapshot(rack_fleet(racks=1, nodes=1), [queue("q", 8)], admitted=[stuck], pending=[waiting], now=1600, config=config)
+    )
+    assert [e.job_id for e in result.evictions] == [1]
+    assert result.evictions[0].backoff_until == 1600 + 60
+    assert admitted_ids(result) == [2], "the evicted gang's GPUs are free in the same cycle"
+
+
+def test_a_ready_gang_or_one_within_the_timeout_is_kept():
+    config = SchedulerConfig(pods_ready_timeout_s=600)
+    young = a_gang(1, 8).id(1).running_on("b0r0n0", since=1100, ready=False)
+    ready = a_gang(1, 8).id(2).running_on("b0r0n1", since=0, ready=True)
+    result = run_admission_cycle(
+        snapshot(rack_fleet(racks=1, nodes=2), [queue("q", 16)], admitted=[young, ready], now=1600, config=config)
+    )
+    assert result.evictions == ()
+
+
+@pytest.mark.parametrize(
+    "evictions, expected_s",
+    [(1, 60), (2, 120), (3, 240), (7, 3600), (20, 3600)],
+    ids=lambda v: str(v),
+)
+def test_backoff_doubles_from_a_minute_and_caps_at_an_hour(evictions, expected_s):
+    assert backoff_s(evictions, SchedulerConfig()) == expected_s
+
+
+def test_a_job_in_backoff_is_not_admitted():
+    job = a_gang(1, 8).id(1)._with(backoff_until=20_000.0)
+    result = run_admission_cycle(snapshot(rack_fleet(racks=1, nodes=1), [queue("q", 8)], pending=[job]))
+    assert reasons(result) == {1: PendingReason.BACKOFF}
+
+
+def test_the_fit_reason_names_fragmentation_with_numbers():
+    nodes = rack_fleet(racks=1, nodes=4)
+    half_used = [a_gang(1, 4).id(100 + i).running_on(n.name) for i, n in enumerate(nodes)]
+    result = run_admission_cycle(
+        snapshot(nodes, [queue("q", 64)], admitted=half_used, pending=[a_gang(2, 8).id(1)], config=SchedulerConfig(preemption_enabled=False))
+    )
+    (pending,) = result.pending
+    assert pending.reason is PendingReason.FIT
+    assert "16 GPUs free but 0 whole free nodes" in pending.message
+    assert "fragmentation" in pending.message
+
+
+def test_an_unknown_queue_is_reported_not_crashed():
+    result = run_admission_cycle(snapshot(rack_fleet(), [queue("q", 8)], pending=[a_gang(1, 8).id(1).in_queue("ghost")]))
+    assert reasons(result) == {1: PendingReason.QUOTA}
+
+
+def test_the_same_snapshot_gives_the_same_decisions():
+    nodes = rack_fleet(blocks=2, racks=2, nodes=3)
+    jobs = [a_gang(1 + i % 3, (8, 4, 2)[i % 3]).id(i).in_queue("ab"[i % 2]).submitted(i % 5) for i in range(30)]
+    snap = snapshot(nodes, [queue("a", 40), queue("b", 56)], pending=jobs)
+    assert run_admission_cycle(snap) == run_admission_cycle(snap)

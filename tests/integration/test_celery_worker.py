@@ -1,0 +1,90 @@
+"""A job submitted through the API is admitted by a real Celery worker on Redis, against PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from portal.celery import app as celery_app
+from scheduling.models import Job
+from scheduling.tasks import LOCK_KEY, reconcile
+from tests.conftest import job_body
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def services_are_real():
+    """Fail loudly when the tier-2 services are not what the test needs."""
+    assert connection.vendor == "postgresql", f"integration tests need PostgreSQL via DATABASE_URL, got {connection.vendor}"
+    assert settings.CELERY_BROKER_URL.startswith("redis://"), f"integration tests need a Redis broker, got {settings.CELERY_BROKER_URL}"
+    import redis
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).ping()
+
+
+@pytest.fixture
+def worker(transactional_db, services_are_real, tmp_path):
+    """A real `celery -A portal worker` process using the test database."""
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env = {**os.environ, "DATABASE_URL": url, "GANGWAY_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    log = open(tmp_path / "worker.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--concurrency=1", "--loglevel=INFO",
+         "-n", f"gangway-test-{os.getpid()}@%h"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    yield process
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+def test_a_job_submitted_through_the_api_is_admitted_by_a_celery_worker(worker, client_as, settings, tmp_path):
+    settings.GANGWAY_RECONCILE_ON_WRITE = True
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = False
+    try:
+        response = client_as("vision-researcher").post("/api/v1/jobs/", job_body(), format="json")
+        assert response.status_code == 201
+        job_id = response.json()["id"]
+        deadline = time.monotonic() + 90
+        state = "pending"
+        while time.monotonic() < deadline:
+            state = Job.objects.get(pk=job_id).state
+            if state in ("admitted", "running"):
+                break
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()
+            time.sleep(0.5)
+        assert state in ("admitted", "running"), (tmp_path / "worker.log").read_text()[-3000:]
+        job = Job.objects.get(pk=job_id)
+        assert job.placements.count() == 2 and job.applied_generation == job.admission_generation == 1
+    finally:
+        celery_app.conf.task_always_eager = eager
+
+
+def test_a_second_pass_skips_while_another_holds_the_redis_lock(transactional_db, services_are_real, org):
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    lock = client.lock(LOCK_KEY, timeout=30)
+    assert lock.acquire(blocking=False)
+    try:
+        assert reconcile.apply().get() == {"skipped": True}
+    finally:
+        lock.release()
+    assert reconcile.apply().get()["skipped"] is False

@@ -1,0 +1,47 @@
+"""Writes ask for a reconcile pass after commit, once per transaction; the task is a thin wrapper."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from django.db import transaction
+
+from scheduling.services import job_submit, queue_update
+from scheduling.tasks import reconcile
+from tests.conftest import H100
+
+
+def test_writes_enqueue_one_pass_after_commit(org, settings, django_capture_on_commit_callbacks):
+    settings.GANGWAY_RECONCILE_ON_WRITE = True
+    with mock.patch.object(reconcile, "delay") as delay:
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            with transaction.atomic():
+                for i in range(3):
+                    job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name=f"j{i}",
+                               pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 1}])
+                queue_update(actor=org["vision-lead"], queue_name="vision-main", quotas={H100: {"nominal": 16}})
+        assert len(callbacks) == 1
+        delay.assert_called_once_with()
+
+
+def test_nothing_is_enqueued_when_reconcile_on_write_is_off(org, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="j",
+                   pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 1}])
+    assert callbacks == []
+
+
+def test_the_task_runs_a_pass_on_the_embedded_broker(org):
+    job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="j",
+               pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}])
+    result = reconcile.apply().get()
+    assert result["skipped"] is False and len(result["admitted"]) == 1
+
+
+def test_manage_py_reconcile_once_prints_what_it_admitted(org, capsys):
+    from django.core.management import call_command
+
+    job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="j",
+                     pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}])
+    call_command("reconcile", "--once")
+    assert f"admitted 1 job(s): #{job.pk}" in capsys.readouterr().out

@@ -1,0 +1,186 @@
+"""The engine, event by event on small golden traces, and its invariants on random ones."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduling.simulation.engine import simulate
+from scheduling.simulation.policies import POLICIES, get_policy
+from tests.simulation.helpers import scenario, trace
+
+
+def events(result, *, with_nodes: bool = False):
+    return [(t, what, job, detail) if with_nodes else (t, what, job) for t, what, job, detail in result.log]
+
+
+def test_golden_trace_arrivals_admissions_and_ends_event_by_event():
+    jobs = trace(
+        (0, "a", 8, 100),  # 1: fills node 1
+        (10, "b", 8, 50),  # 2: fills node 2
+        (20, "a", 4, 30),  # 3: waits for node 2 (ends 60)
+        (20, "b", 16, 10),  # 4: a two-node gang: waits until both nodes are free (100)
+    )
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}), get_policy("kueue-like"), log=True)
+    assert events(result) == [
+        (0.0, "arrive", 1),
+        (0.0, "start", 1),
+        (10.0, "arrive", 2),
+        (10.0, "start", 2),
+        (20.0, "arrive", 3),
+        (20.0, "arrive", 4),
+        (60.0, "end", 2),
+        (60.0, "start", 3),
+        (90.0, "end", 3),
+        (100.0, "end", 1),
+        (100.0, "start", 4),
+        (110.0, "end", 4),
+    ]
+    starts = {job: tuple(node for node, _ in pods) for _, what, job, pods in result.log if what == "start"}
+    assert starts == {1: ("n1",), 2: ("n2",), 3: ("n2",), 4: ("n1", "n2")}
+    waits = {r.id: r.waited_s for r in result.records.values()}
+    assert waits == {1: 0.0, 2: 0.0, 3: 40.0, 4: 80.0}
+
+
+def test_strict_fifo_new_arrival_waits_behind_its_blocked_head():
+    jobs = trace(
+        (0, "a", 8, 100),  # 1: all of team a's partition
+        (5, "a", 8, 10),  # 2: head, blocked until 100
+        (6, "a", 1, 10),  # 3: would fit nowhere anyway — a's partition is one node
+        (7, "b", 1, 10),  # 4: team b's own node
+    )
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}), get_policy("fifo-isolated"), log=True)
+    starts = {job: t for t, what, job, _ in result.log if what == "start"}
+    assert starts == {1: 0.0, 4: 7.0, 2: 100.0, 3: 110.0}
+
+
+def test_reclaim_preempts_the_borrower_which_restarts_with_overhead_and_loses_its_work():
+    jobs = trace(
+        (0, "b", 16, 1000),  # 1: borrows team a's 8 GPUs
+        (10, "a", 8, 100),  # 2: reclaims them
+    )
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}), get_policy("gangway"), log=True)
+    assert events(result) == [
+        (0.0, "arrive", 1),
+        (0.0, "start", 1),
+        (10.0, "arrive", 2),
+        (10.0, "preempt", 1),
+        (10.0, "start", 2),
+        (110.0, "end", 2),
+        (110.0, "start", 1),
+        (1410.0, "end", 1),  # all 1000 s again (no checkpoints) + 300 s restart overhead
+    ]
+    victim = result.records[1]
+    assert (victim.preemptions, victim.waited_s, victim.lost_gpu_s) == (1, 100.0, 16 * (10.0 + 300.0))
+    assert result.preemptions == 1
+
+
+def test_checkpoints_keep_the_work_up_to_the_last_one():
+    jobs = trace((0, "b", 16, 1000), (250, "a", 8, 100))
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}, checkpoint=100), get_policy("gangway"), log=True)
+    ends = {job: t for t, what, job, _ in result.log if what == "end"}
+    # preempted at 250 with 200 s checkpointed: 800 s left + 300 s overhead, restarted at 350
+    assert ends == {2: 350.0, 1: 1450.0}
+    assert result.records[1].lost_gpu_s == 16 * (50.0 + 300.0)  # 50 s since the checkpoint + the restart overhead
+
+
+def test_without_approval_a_cross_team_reclaim_waits():
+    jobs = trace((0, "b", 16, 1000), (10, "a", 8, 100))
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}), replace(get_policy("gangway"), approve="none"), log=True)
+    starts = {job: t for t, what, job, _ in result.log if what == "start"}
+    assert starts == {1: 0.0, 2: 1000.0}
+    assert result.preemptions == 0
+
+
+def test_sjf_oracle_runs_the_shortest_waiting_job_first():
+    jobs = trace((0, "a", 16, 100), (1, "a", 16, 50), (2, "b", 16, 10))
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}), get_policy("sjf-oracle"), log=True)
+    starts = [job for _, what, job, _ in result.log if what == "start"]
+    assert starts == [1, 3, 2]
+
+
+# --- invariants on random traces --------------------------------------------------------------
+
+job_tuples = st.tuples(
+    st.integers(0, 400).map(float),
+    st.sampled_from(["a", "b", "c"]),
+    st.sampled_from([1, 1, 2, 4, 8, 12, 16]),
+    st.integers(1, 600).map(float),
+    st.integers(0, 2),
+)
+
+
+@st.composite
+def scenarios(draw):
+    jobs = trace(*draw(st.lists(job_tuples, min_size=1, max_size=25)))
+    quotas = {"a": 16, "b": 8, "c": 8}
+    return scenario(jobs, quotas, nodes=4, rack_size=2, checkpoint=draw(st.sampled_from([None, 60]))), draw(
+        st.sampled_from(sorted(POLICIES))
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_every_job_starts_once_per_admission_ends_and_no_node_is_over_committed(case):
+    scen, name = case
+    result = simulate(scen, get_policy(name), log=True)
+    capacity = {node.name: node.allocatable_gpus for node in scen.fleet.nodes}
+    used = dict.fromkeys(capacity, 0)
+    holding: dict[int, tuple] = {}
+    gpus = {job.id: job.gpus for job in scen.trace.jobs}
+    starts = dict.fromkeys(gpus, 0)
+    for _, what, job, detail in result.log:
+        if what == "start":
+            assert job not in holding, f"job {job} started twice without stopping"
+            assert sum(g for _, g in detail) == gpus[job], "the whole gang is placed"
+            starts[job] += 1
+            holding[job] = detail
+            for node, g in detail:
+                used[node] += g
+                assert used[node] <= capacity[node], f"node {node} over-committed"
+        elif what in ("end", "preempt", "evict"):
+            for node, g in holding.pop(job):
+                used[node] -= g
+    assert not holding
+    for record in result.records.values():
+        if record.rejected:
+            assert starts[record.id] == 0
+            continue
+        assert record.end_s is not None, f"job {record.id} never ended"
+        assert starts[record.id] == record.runs == 1 + record.preemptions
+    served = sum(r.served_gpu_s - r.lost_gpu_s for r in result.records.values())
+    expected = sum(j.gpus * j.duration_s for j in scen.trace.jobs if not result.records[j.id].rejected)
+    assert math.isclose(served, expected, rel_tol=1e-9, abs_tol=1e-6)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_skipping_cycles_changes_nothing(case):
+    """The skipping rules (docs in engine.py) give the same starts as a full cycle at every event."""
+    scen, name = case
+    fast = simulate(scen, get_policy(name), log=True)
+    full = simulate(scen, get_policy(name), log=True, always_full=True)
+    assert fast.log == full.log
+    assert fast.cycles <= full.cycles
+
+
+def test_a_gang_larger_than_its_reach_is_rejected_not_left_blocking():
+    jobs = trace((0, "a", 16, 10), (1, "a", 8, 10))
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}), get_policy("fifo-isolated"), log=True)
+    assert result.records[1].rejected
+    assert [e[1:] for e in events(result)] == [("reject", 1), ("arrive", 2), ("start", 2), ("end", 2)]
+
+
+@pytest.mark.parametrize("name", ["fifo-isolated", "kueue-like", "sjf-oracle", "gangway"])
+def test_long_queues_on_a_small_fleet_give_the_same_starts_with_and_without_skipping(name):
+    """Hundreds of pending jobs, so the strict-FIFO prefix (rule 4) and restricted cycles really apply."""
+    jobs = trace(*[(t // 3, "abc"[t % 3], [1, 2, 4, 8, 1, 12][t % 6], 30 + (t * 37) % 200, t % 2) for t in range(300)])
+    scen = scenario(jobs, {"a": 16, "b": 8, "c": 8}, nodes=4, rack_size=2)
+    fast = simulate(scen, get_policy(name), log=True)
+    full = simulate(scen, get_policy(name), log=True, always_full=True)
+    assert fast.log == full.log
+    assert all(r.end_s is not None or r.rejected for r in fast.records.values())

@@ -1,0 +1,138 @@
+"""Server-rendered pages: login, job list, submit form (same validation as the API), detail, fleet, queues, plans."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.models import Job, QueueQuota
+from scheduling.services import admission_cycle_run
+from tests.conftest import H100
+
+
+@pytest.fixture
+def browser_as(client, org):
+    def login(username: str):
+        client.force_login(org[username])
+        return client
+
+    return login
+
+
+def form(**overrides) -> dict:
+    data = {"name": "web-job", "queue": "vision-main", "flavor": H100, "pod_set_name": "worker", "count": 2, "gpus_per_pod": 8,
+            "priority": 0, "topology_required": "block", "topology_preferred": "rack", "runtime_limit_s": 600,
+            "checkpoint_interval_s": 60, "preemptible": "on"}
+    data.update(overrides)
+    return data
+
+
+@pytest.mark.parametrize("url", ["/", "/jobs/new/", "/fleet/", "/queues/", "/preemptions/"])
+def test_pages_need_a_login(client, db, url):
+    response = client.get(url)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_the_login_page_and_logging_in(client, org):
+    assert client.get("/accounts/login/").status_code == 200
+    response = client.post("/accounts/login/", {"username": "vision-researcher", "password": "gangway"})
+    assert response.status_code == 302
+    assert client.get("/").status_code == 200
+    assert client.post("/accounts/logout/").status_code == 302
+
+
+def test_submit_through_the_form_then_see_it_in_the_list_and_detail(browser_as):
+    client = browser_as("vision-researcher")
+    page = client.get("/jobs/new/")
+    assert b"vision-main" in page.content and b"language-main" not in page.content
+    response = client.post("/jobs/new/", form())
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert b"web-job" in client.get("/").content
+    admission_cycle_run()
+    detail = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "admitted" in detail and "gpu-r1-n1" in detail or "gpu-r2-n1" in detail
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"gpus_per_pod": 16}, "the largest H100-80GB node has 8 allocatable"),
+        ({"count": 0}, "must be an integer &gt; 0"),
+        ({"queue": "nope"}, "unknown queue"),
+        ({"queue": "language-main"}, "only members of team language"),
+        ({"topology_required": "rack", "topology_preferred": "block"}, "coarser than the required level"),
+        ({"count": 9}, "the whole fleet has 64 allocatable"),
+    ],
+)
+def test_the_form_shows_the_services_validation_messages_and_writes_nothing(browser_as, override, message):
+    response = browser_as("vision-researcher").post("/jobs/new/", form(**override))
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert Job.objects.count() == 0
+
+
+def test_a_pending_job_page_explains_why(browser_as):
+    client = browser_as("vision-researcher")
+    client.post("/jobs/new/", form(count=8))
+    client.post("/jobs/new/", form(name="second", count=1))
+    admission_cycle_run()
+    pending = Job.objects.get(state="pending")
+    page = client.get(f"/jobs/{pending.pk}/").content.decode()
+    assert "Why is it pending?" in page and pending.explanation["blocking"] in page
+
+
+def test_cancel_from_the_detail_page(browser_as):
+    client = browser_as("vision-researcher")
+    client.post("/jobs/new/", form())
+    job = Job.objects.get()
+    assert client.post(f"/jobs/{job.pk}/cancel/").status_code == 302
+    job.refresh_from_db()
+    assert job.state == "cancelled"
+
+
+def test_other_teams_jobs_hide_name_and_owner(browser_as):
+    browser_as("vision-researcher").post("/jobs/new/", form(name="secret-run"))
+    page = browser_as("language-researcher").get("/").content.decode()
+    assert "secret-run" not in page and "(private)" in page
+
+
+def test_the_fleet_page_lists_racks_and_loads_plotly_from_our_static_files(browser_as):
+    page = browser_as("vision-researcher").get("/fleet/").content.decode()
+    assert "b1-r01" in page and "b1-r02" in page and "whole free nodes" in page
+    assert '/static/vendor/plotly.min.js' in page and "cdn" not in page.lower()
+    assert 'id="rack-heatmap-data"' in page
+
+
+def test_plotly_is_served_by_us(client, db):
+    response = client.get("/static/vendor/plotly.min.js")
+    assert response.status_code == 200
+    assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
+
+
+def test_a_lead_edits_a_quota_on_the_queues_page(browser_as):
+    client = browser_as("vision-lead")
+    assert b'name="nominal"' in client.get("/queues/").content
+    client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 16, "borrowing_limit": "", "lending_limit": ""})
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 16
+    response = client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 99}, follow=True)
+    assert "its allotment is 32" in response.content.decode()
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 16
+
+
+def test_a_researcher_cannot_edit_quotas_on_the_queues_page(browser_as):
+    client = browser_as("vision-researcher")
+    assert b'name="nominal"' not in client.get("/queues/").content
+    client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 1})
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 32
+
+
+def test_an_admin_approves_a_plan_on_the_preemptions_page(browser_as, org):
+    from tests.api.test_endpoints import _plan
+
+    plan = _plan(org)
+    client = browser_as("admin")
+    assert b"Approve" in client.get("/preemptions/").content
+    client.post(f"/preemptions/{plan.pk}/approve/")
+    plan.refresh_from_db()
+    assert plan.status == "approved" and plan.decided_by == org["admin"]
+    assert b"Approve" not in browser_as("vision-lead").get("/preemptions/").content
