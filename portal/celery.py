@@ -1,4 +1,4 @@
-"""The Celery application: workers run reconcile passes, beat schedules them."""
+"""The Celery application: workers run reconcile passes and usage collection, beat schedules them."""
 
 from __future__ import annotations
 
@@ -19,4 +19,7 @@ def schedule_reconcile(sender: Celery, **_: object) -> None:
 
     sender.add_periodic_task(
         settings.GANGWAY_RECONCILE_INTERVAL_S, sender.signature("scheduling.tasks.reconcile"), name="reconcile"
+    )
+    sender.add_periodic_task(
+        settings.GANGWAY_USAGE_INTERVAL_S, sender.signature("scheduling.tasks.collect_usage"), name="collect-usage"
     )

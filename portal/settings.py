@@ -164,6 +164,13 @@ GANGWAY_RECONCILE_INTERVAL_S = float(os.environ.get("GANGWAY_RECONCILE_INTERVAL_
 GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
 GANGWAY_RECONCILE_LOCK_TIMEOUT_S = int(os.environ.get("GANGWAY_RECONCILE_LOCK_TIMEOUT_S", "300"))
+GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
+GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(7 * 24 * 3600)))
+GANGWAY_PROMETHEUS_URL = os.environ.get("GANGWAY_PROMETHEUS_URL", "")
+GANGWAY_NAMESPACE = os.environ.get("GANGWAY_NAMESPACE", "default")
+"""Namespace of the Jobs Gangway creates for jobs submitted through its API with a pod template."""
+# Test hook only: a worker exits right after a pass commits admissions and before it applies them.
+GANGWAY_FAULT_AFTER_COMMIT = env_bool("GANGWAY_FAULT_AFTER_COMMIT", False)
 
 LOGGING = {
     "version": 1,

@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers around services, and the singleton lock of the reconcile pass."""
+"""Celery tasks: thin wrappers around services (reconcile, usage collection), and the singleton lock of the reconcile pass."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from celery import shared_task
 from django.conf import settings
 
 from scheduling.services.reconcile import admission_cycle_run
+from scheduling.services.usage import usage_collect
+from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
 
@@ -40,3 +42,11 @@ def reconcile() -> dict:
             return {"skipped": True}
         result = admission_cycle_run()
     return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}
+
+
+@shared_task(name="scheduling.tasks.collect_usage", ignore_result=True, autoretry_for=(UsageError,), retry_backoff=5,
+             retry_backoff_max=60, max_retries=3)
+def collect_usage() -> dict:
+    """One round of GPU use samples; Prometheus errors retry with backoff, then the next minute's round tries again."""
+    result = usage_collect()
+    return {"samples": result.samples, "attributed": result.attributed, "pruned": result.pruned}

@@ -42,6 +42,8 @@ class JobSubmitIn(StrictMixin, serializers.Serializer):
     runtime_limit_s = serializers.IntegerField(min_value=1, allow_null=True, required=False, default=None)
     checkpoint_interval_s = serializers.IntegerField(min_value=1, allow_null=True, required=False, default=None)
     preemptible = serializers.BooleanField(default=True)
+    pod_template = serializers.JSONField(required=False, allow_null=True, default=None, help_text=(
+        "Optional Kubernetes pod template; on a Kubernetes cluster Gangway creates the gang as a suspended, gated Job."))
 
 
 class QuotaIn(StrictMixin, serializers.Serializer):
@@ -181,6 +183,12 @@ class JobEventOut(serializers.Serializer):
 class JobDetailOut(JobOut):
     placement = PlacementOut(many=True, source="placements.all")
     events = JobEventOut(many=True, source="events.all")
+    workload = serializers.SerializerMethodField(help_text="The gang's batch/v1 Job in a Kubernetes cluster, if any.")
+
+    def get_workload(self, job) -> dict | None:
+        if not job.cluster_name or not job.is_visible_in_full:
+            return None
+        return {"namespace": job.cluster_namespace, "name": job.cluster_name}
 
 
 class NodeOut(serializers.Serializer):
@@ -245,3 +253,27 @@ class PreemptionOut(serializers.Serializer):
     decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
     decided_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
+
+
+class TeamUsageOut(serializers.Serializer):
+    team = serializers.CharField()
+    allocated_gpus = serializers.IntegerField()
+    used_gpus = serializers.FloatField(help_text="Utilisation-weighted GPUs, averaged over the window.")
+    use_percent = serializers.FloatField(allow_null=True)
+    idle_gpus = serializers.IntegerField()
+
+
+class IdleAllocationOut(serializers.Serializer):
+    job_id = serializers.IntegerField()
+    job_name = serializers.CharField(allow_null=True)
+    team = serializers.CharField()
+    gpus = serializers.IntegerField()
+    mean_util_percent = serializers.FloatField()
+
+
+class UsageOut(serializers.Serializer):
+    window_s = serializers.FloatField()
+    collections = serializers.IntegerField()
+    idle_threshold_percent = serializers.FloatField()
+    teams = TeamUsageOut(many=True)
+    idle = IdleAllocationOut(many=True)

@@ -16,6 +16,7 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),
     path("nodes/", views.NodesView.as_view(), name="nodes"),
     path("fleet/", views.FleetView.as_view(), name="fleet"),
+    path("usage/", views.UsageView.as_view(), name="usage"),
     path("preemptions/", views.PreemptionsView.as_view(), name="preemptions"),
     path("preemptions/<int:pk>/approve/", views.PreemptionApproveView.as_view(), name="preemption-approve"),
     path("preemptions/<int:pk>/reject/", views.PreemptionRejectView.as_view(), name="preemption-reject"),

@@ -100,6 +100,7 @@ class JobsView(ListAPIView):
             runtime_limit_s=data["runtime_limit_s"],
             checkpoint_interval_s=data["checkpoint_interval_s"],
             is_preemptible=data["preemptible"],
+            pod_template=data["pod_template"],
         )
         return Response(s.JobDetailOut(selectors.job_get(user=request.user, job_id=job.pk)).data, status=status.HTTP_201_CREATED)
 
@@ -140,6 +141,19 @@ class FleetView(APIView):
                 }
             ).data
         )
+
+
+class UsageView(APIView):
+    @extend_schema(responses=s.UsageOut)
+    def get(self, request):
+        """Allocation vs use per team over the last hour (`?window_s=` to change), and the idle allocations."""
+        try:
+            window_s = float(request.query_params.get("window_s", 3600))
+        except ValueError:
+            raise DjangoValidationError({"window_s": ["must be a number of seconds"]}) from None
+        if not 60 <= window_s <= 7 * 24 * 3600:
+            raise DjangoValidationError({"window_s": ["must be between 60 and 604800 seconds"]})
+        return Response(s.UsageOut(selectors.usage_report(user=request.user, window_s=window_s)).data)
 
 
 class PreemptionsView(ListAPIView):

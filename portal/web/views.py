@@ -110,7 +110,8 @@ def fleet(request):
         "z": [r["free"] + [None] * (width - len(r["free"])) for r in heatmap.values()],
         "text": [r["racks"] + [""] * (width - len(r["racks"])) for r in heatmap.values()],
     }
-    return render(request, "web/fleet.html", {"summary": summary, "chart": chart})
+    usage = selectors.usage_report(user=request.user)
+    return render(request, "web/fleet.html", {"summary": summary, "chart": chart, "usage": usage})
 
 
 @login_required

@@ -7,6 +7,24 @@ from django.conf import settings
 from scheduling.cluster.base import Cluster
 
 
+class WatchedCluster:
+    """A Kubernetes cluster whose nodes are read from the Node rows the watcher keeps in sync, so a
+    reconcile pass reads a snapshot instead of listing 1,250 nodes and every pod from the API.
+    Everything else (statuses, release, suspend, pinning, creation) goes to the adapter."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+
+    def list_nodes(self):
+        from scheduling.cluster.simulated import node_from_row
+        from scheduling.models import Node as NodeRow
+
+        return [node_from_row(row) for row in NodeRow.objects.select_related("flavor").order_by("name")]
+
+    def __getattr__(self, name: str):
+        return getattr(self.cluster, name)
+
+
 def get_cluster() -> Cluster:
     name = getattr(settings, "GANGWAY_CLUSTER", "simulated")
     if name == "simulated":
@@ -16,5 +34,5 @@ def get_cluster() -> Cluster:
     if name == "kubernetes":
         from scheduling.cluster.kubernetes import KubernetesCluster
 
-        return KubernetesCluster()
+        return WatchedCluster(KubernetesCluster.from_env())
     raise ValueError(f"unknown GANGWAY_CLUSTER {name!r}: expected 'simulated' or 'kubernetes'")

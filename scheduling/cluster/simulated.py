@@ -81,6 +81,7 @@ class SimulatedCluster:
                 "released_at": now,
                 "duration_s": simulated_duration_s(job_id=ref.job_id, runtime_limit_s=runtime_limit_s),
                 "pods": len(release.placement),
+                "releases": (existing.releases + 1) if existing is not None else 1,
             },
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from scheduling.core.fairshare import job_order_key, queue_order_key
+from scheduling.core.fairshare import queue_order_key, sort_queue
 from scheduling.core.model import (
     Admission,
     CycleResult,
@@ -44,11 +44,8 @@ def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
     return cycle.result()
 
 
-@dataclass(slots=True)
-class _Outcome:
-    admitted: bool
-    reason: PendingReason | None = None
-    message: str = ""
+Blocked = tuple[PendingReason, str]
+"""Why a considered job stays pending; None instead means it was admitted."""
 
 
 @dataclass
@@ -78,8 +75,9 @@ class _Cycle:
         self.protected: set[int] = set()
         # Capacity only shrinks while nothing is preempted, so a failure stays a failure until then.
         self.fit_failures: dict[tuple, str] = {}
-        self.quota_failures: dict[tuple, tuple[str, bool]] = {}
-        self.preemption_failures: set[tuple] = set()
+        self.quota_failures: dict[tuple, str] = {}
+        self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
+        self.preempting_queues: set[str] = set()
 
     # 3 ---------------------------------------------------------------------------------------
     def order_queues(self) -> None:
@@ -87,7 +85,7 @@ class _Cycle:
         for job in self.snapshot.pending:
             self.by_queue.setdefault(job.queue, []).append(job)
         for jobs in self.by_queue.values():
-            jobs.sort(key=job_order_key)
+            sort_queue(jobs)
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
@@ -117,18 +115,29 @@ class _Cycle:
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
         jobs = self.by_queue[queue_name]
-        strategy = self.snapshot.queues[queue_name].strategy
-        while self.cursor[queue_name] < len(jobs):
-            job = jobs[self.cursor[queue_name]]
-            self.cursor[queue_name] += 1
-            outcome = self.consider(job)
-            if outcome.admitted:
+        strict = self.snapshot.queues[queue_name].strategy is QueueingStrategy.STRICT_FIFO
+        pending, known_failures, consider = self.pending, self.known_failures, self.consider
+        now, position, end = self.snapshot.now, self.cursor[queue_name], len(jobs)
+        while position < end:
+            job = jobs[position]
+            position += 1
+            # The hot path over 100,000 jobs: a known failure, once this queue has had its chance to preempt.
+            blocked = None
+            if job.backoff_until is None or job.backoff_until <= now:
+                blocked = known_failures.get((job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations))
+            if blocked is None or job.queue not in self.preempting_queues:
+                self.cursor[queue_name] = position
+                blocked = consider(job)
+            if blocked is None:
+                self.cursor[queue_name] = position
                 self.last_admitted = True
                 return
-            self.pending.append(Pending(job.id, outcome.reason, outcome.message))
-            if strategy is QueueingStrategy.STRICT_FIFO and outcome.reason is not PendingReason.BACKOFF:
+            pending.append(Pending(job.id, *blocked))
+            if strict and blocked[0] is not PendingReason.BACKOFF:
+                self.cursor[queue_name] = position
                 self.block_rest_of_queue(queue_name, job)
                 return
+        self.cursor[queue_name] = position
 
     def block_rest_of_queue(self, queue_name: str, head: Job) -> None:
         jobs = self.by_queue[queue_name]
@@ -137,38 +146,57 @@ class _Cycle:
             self.pending.append(Pending(job.id, PendingReason.ORDER, message))
         self.cursor[queue_name] = len(jobs)
 
-    def consider(self, job: Job) -> _Outcome:
+    def consider(self, job: Job) -> Blocked | None:
         now = self.snapshot.now
         if job.backoff_until is not None and job.backoff_until > now:
-            return _Outcome(False, PendingReason.BACKOFF, f"backing off until {job.backoff_until:.0f} after an eviction")
+            return PendingReason.BACKOFF, f"backing off until {job.backoff_until:.0f} after an eviction"
+        # Capacity and quota only shrink while nothing is preempted, so a failure of one queue and
+        # shape stays a failure until forget_failures(); 100,000 pending jobs of a few shapes cost a
+        # few analyses and one dictionary lookup each.
+        key = (job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations)
+        known = self.known_failures.get(key)
+        if known is None:
+            known = self.check_quota_and_fit(job)
+            if known is None:
+                return None
+            self.known_failures[key] = known
+        if job.queue in self.preempting_queues:
+            return known
+        return self.try_preemption(job, *known)
+
+    def check_quota_and_fit(self, job: Job) -> Blocked | None:
+        """Admit the job if it passes quota and placement; else the reason, with its message."""
         quota_key = (job.queue, job.flavor, job.gpus)
-        failed = self.quota_failures.get(quota_key)
-        if failed is not None:
-            return self.try_preemption(job, PendingReason.QUOTA, failed[0])
+        message = self.quota_failures.get(quota_key)
+        if message is not None:
+            return PendingReason.QUOTA, message
         check = self.ledger.check(job)
         if not check.fits:
-            message = check.message(job.queue)
-            self.quota_failures[quota_key] = (message, check.is_borrowing)
-            return self.try_preemption(job, PendingReason.QUOTA, message)
+            self.quota_failures[quota_key] = message = check.message(job.queue)
+            return PendingReason.QUOTA, message
         shape = job.shape
-        if shape in self.fit_failures:
-            return self.try_preemption(job, PendingReason.FIT, self.fit_failures[shape])
+        message = self.fit_failures.get(shape)
+        if message is not None:
+            return PendingReason.FIT, message
         placement = self.fleet.place(job)
         if placement is None:
-            message = fit_failure_message(job, self.fleet)
-            self.fit_failures[shape] = message
-            return self.try_preemption(job, PendingReason.FIT, message)
+            self.fit_failures[shape] = message = fit_failure_message(job, self.fleet)
+            return PendingReason.FIT, message
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=())
-        return _Outcome(True)
+        return None
 
     # 5 ---------------------------------------------------------------------------------------
-    def try_preemption(self, job: Job, reason: PendingReason, message: str) -> _Outcome:
+    def try_preemption(self, job: Job, reason: PendingReason, message: str) -> Blocked | None:
+        # Like Kueue, only a queue's first blocked job may preempt in a cycle: planning is the
+        # expensive step, and the jobs behind it are served by the next cycle.
+        self.preempting_queues.add(job.queue)
         queue = self.snapshot.queues[job.queue]
-        if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
-            return _Outcome(False, reason, message)
-        attempt_key = (job.queue, job.shape, job.priority, job.preempted_by)
-        if attempt_key in self.preemption_failures:
-            return _Outcome(False, reason, message)
+        if (
+            not self.config.preemption_enabled
+            or not queue.preemption.may_preempt_within_queue
+            or len(self.preempting_queues) > self.config.max_preemption_plans_per_cycle
+        ):
+            return reason, message
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
@@ -182,14 +210,12 @@ class _Cycle:
             reason=reason,
         )
         if plan is None:
-            self.preemption_failures.add(attempt_key)
-            return _Outcome(False, reason, message)
+            return reason, message
         approved = self.snapshot.approved_preemptions.get(job.id)
         waits = needs_approval(plan, job, self.config, approved)
         self.preemptions.append(PlannedPreemption(plan, waits))
         if waits:
-            return _Outcome(
-                False,
+            return (
                 PendingReason.AWAITING_APPROVAL,
                 f"{message}; a preemption of {len(plan.victims)} job(s) costing {plan.cost_gpu_hours:.1f} "
                 f"GPU-hours ({', '.join(plan.teams_affected)}) awaits an admin's approval",
@@ -204,12 +230,12 @@ class _Cycle:
         if placement is None or not check.fits:  # pragma: no cover - the plan was checked on this state
             raise AssertionError(f"preemption plan for job {job.id} does not make room")
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
-        return _Outcome(True)
+        return None
 
     def forget_failures(self) -> None:
         self.fit_failures.clear()
         self.quota_failures.clear()
-        self.preemption_failures.clear()
+        self.known_failures.clear()
 
     def admit(self, job: Job, placement, is_borrowing: bool, preempted: tuple[int, ...]) -> None:
         self.ledger.add(job)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 FLEET = "fleet"
 """The implicit topology level above every label level: the whole fleet is one domain."""
@@ -104,8 +104,9 @@ class Node:
         return self.allocatable_gpus < self.capacity_gpus or (self.is_ready and self.allocatable_gpus == 0)
 
 
-@dataclass(frozen=True, slots=True)
-class PodSet:
+class PodSet(NamedTuple):
+    # NamedTuples, not dataclasses, for the values that key the cycle's per-shape caches:
+    # hashing and comparing them then runs in C, which matters over 100,000 pending jobs.
     name: str
     count: int
     gpus_per_pod: int
@@ -115,8 +116,7 @@ class PodSet:
         return self.count * self.gpus_per_pod
 
 
-@dataclass(frozen=True, slots=True)
-class TopologyRequest:
+class TopologyRequest(NamedTuple):
     """`required`: every pod inside one domain of that level. `preferred`: try that level first."""
 
     required: str | None = None
@@ -157,7 +157,10 @@ class Job:
 
     @property
     def gpus(self) -> int:
-        return sum(pod_set.gpus for pod_set in self.pod_sets)
+        total = 0
+        for pod_set in self.pod_sets:
+            total += pod_set.count * pod_set.gpus_per_pod
+        return total
 
     @property
     def pods(self) -> int:
@@ -202,6 +205,9 @@ class SchedulerConfig:
     topology_aware: bool = True
     """False gives the naive baseline: first fit over all nodes, no domains, no best fit."""
     preemption_enabled: bool = True
+    max_preemption_plans_per_cycle: int = 8
+    """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest
+    fair share first; the others plan in later cycles."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +275,7 @@ class PlannedPreemption:
     needs_approval: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
+class Pending(NamedTuple):
     job_id: int
     reason: PendingReason
     message: str

@@ -69,6 +69,7 @@ class FleetState:
         self.domains = build_domains(topology, self.nodes)
         self.domain_by_key = {d.key: d for domains in self.domains.values() for d in domains}
         self._domain_states: dict[str, list[_DomainState]] = {}
+        self._state_by_key: dict[str, _DomainState] = {}
         self._node_domains: list[list[_DomainState]] = [[] for _ in self.nodes]
         for level, domains in self.domains.items():
             states = []
@@ -79,6 +80,7 @@ class FleetState:
                     if self.is_schedulable[i]:
                         self._count(state, i, +1)
                 states.append(state)
+                self._state_by_key[domain.key] = state
             self._domain_states[level] = states
         self._tolerated_cache: dict[tuple, tuple[int, ...]] = {}
 
@@ -116,6 +118,13 @@ class FleetState:
             )
             self._tolerated_cache[key] = cached
         return cached
+
+    def domain_keys_of(self, i: int) -> list[str]:
+        return [state.domain.key for state in self._node_domains[i]]
+
+    def free_gpus_in(self, domain: Domain, classes: Iterable[int]) -> int:
+        state = self._state_by_key[domain.key]
+        return sum(state.free_gpus.get(c, 0) for c in classes)
 
     def is_eligible(self, i: int, classes: Iterable[int]) -> bool:
         return self.is_schedulable[i] and self.node_class[i] in classes
@@ -163,8 +172,7 @@ class FleetState:
             return None
         pods = _pods_largest_first(job)
         if within is not None:
-            candidates = [s for s in self._domain_states[within.level] if s.domain.key == within.key]
-            best, _ = self._best_domain(candidates, classes, pods, job.gpus)
+            best, _ = self._best_domain([self._state_by_key[within.key]], classes, pods, job.gpus)
             return self._assign(best, classes, pods) if best else None
         # A preferred level is a promise of locality: the first level that fits wins. Without one,
         # a coarser domain wins only if it breaks fewer whole nodes than the finer one would.

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from scheduling.core.model import Job, PendingReason, PreemptionPlan, Queue, SchedulerConfig, Victim
+from scheduling.core.model import FLEET, Job, PendingReason, PreemptionPlan, Queue, SchedulerConfig, Victim
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger, cohort_of
 from scheduling.core.topology import levels_to_try
@@ -39,11 +39,16 @@ def needs_approval(plan: PreemptionPlan, job: Job, config: SchedulerConfig, appr
     return (other_team and config.cross_team_needs_approval) or plan.cost_gpu_hours > config.approval_threshold_gpu_hours
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Candidate:
     job: Job
     cost_gpu_hours: float
-    node_indices: frozenset[int]
+    gpus_by_domain: dict[str, int]
+    """GPUs this victim would free in each domain it has pods in."""
+
+
+MAX_DOMAINS_EXAMINED = 8
+"""Domains whose cheapest-victims estimate is lowest get an exact check; the rest are skipped."""
 
 
 def candidate_victims(
@@ -94,48 +99,104 @@ def plan_preemption(
     if not candidates:
         return None
     scored = sorted(
-        (
-            _Candidate(
-                c,
-                displacement_cost_gpu_hours(c, now, config.restart_overhead_s),
-                frozenset(fleet.index_of[p.node] for p in c.placement if p.node in fleet.index_of),
-            )
-            for c in candidates
-        ),
+        (_Candidate(c, displacement_cost_gpu_hours(c, now, config.restart_overhead_s), _gpus_by_domain(c, fleet)) for c in candidates),
         key=lambda c: (c.cost_gpu_hours, c.job.priority, -(c.job.started_at or 0.0), c.job.id),
     )
     quota_blocks = reason is PendingReason.QUOTA
-    best: tuple | None = None
+    if quota_blocks and not _quota_can_be_met(job, scored, ledger):
+        return None
+    if quota_blocks and fleet.place(job) is not None:
+        # Only quota blocks: the victims may run anywhere; the gang then goes where it fits now.
+        victims = _victims_for_domain(job, None, scored, fleet, ledger)
+        return _plan(job, victims, FLEET, reason) if victims is not None else None
+    classes = fleet.tolerated_classes(job)
+    # Estimate each domain by the cheapest victims that free enough GPUs in it; check the best few exactly.
+    in_domain: dict[str, list[_Candidate]] = {}
+    for candidate in scored:
+        for key in candidate.gpus_by_domain:
+            in_domain.setdefault(key, []).append(candidate)
+    estimates = []
     for rank, level in enumerate(levels_to_try(fleet.topology, job.topology)):
         for domain in fleet.domains.get(level, ()):
-            members = set(domain.node_indices)
-            useful = [c for c in scored if quota_blocks or c.node_indices & members]
-            if not useful:
-                continue
-            victims = _victims_for_domain(job, domain, useful, fleet, ledger)
-            if victims is None:
-                continue
-            cost = sum(v.cost_gpu_hours for v in victims)
-            key = (cost, rank, domain.key)
-            if best is None or key < best[0]:
-                best = (key, domain, victims)
+            missing = job.gpus - fleet.free_gpus_in(domain, classes)
+            estimate = 0.0
+            for candidate in in_domain.get(domain.key, ()):
+                if missing <= 0:
+                    break
+                missing -= candidate.gpus_by_domain[domain.key]
+                estimate += candidate.cost_gpu_hours
+            if missing <= 0:
+                estimates.append((estimate, rank, domain.key, domain))
+    estimates.sort(key=lambda e: e[:3])
+    best: tuple | None = None
+    for estimate, rank, key, domain in estimates[:MAX_DOMAINS_EXAMINED]:
+        useful = in_domain[domain.key] if domain.key in in_domain else []
+        if quota_blocks:  # victims elsewhere still return quota
+            chosen = set(map(id, useful))
+            useful = [*useful, *(c for c in scored if id(c) not in chosen)]
+        victims = _victims_for_domain(job, domain, useful, fleet, ledger)
+        if victims is None:
+            continue
+        cost = sum(v.cost_gpu_hours for v in victims)
+        if best is None or (cost, rank, key) < best[0]:
+            best = ((cost, rank, key), domain, victims)
     if best is None:
         return None
     _, domain, victims = best
+    return _plan(job, victims, domain.key, reason)
+
+
+def _plan(job: Job, victims: list[_Candidate], domain_key: str, reason: PendingReason) -> PreemptionPlan:
     return PreemptionPlan(
         job_id=job.id,
         victims=tuple(
             Victim(v.job.id, v.job.queue, v.job.team, v.job.gpus, round(v.cost_gpu_hours, 4))
             for v in sorted(victims, key=lambda v: v.job.id)
         ),
-        domain=domain.key,
+        domain=domain_key,
         reason=reason,
     )
 
 
-def _victims_for_domain(job, domain, useful, fleet: FleetState, ledger: QuotaLedger):
+def _quota_can_be_met(job: Job, scored: Sequence[_Candidate], ledger: QuotaLedger) -> bool:
+    """Would removing every candidate let the job pass quota? If not, no domain can help."""
+    for candidate in scored:
+        ledger.remove(candidate.job)
+    try:
+        return ledger.check(job).fits
+    finally:
+        for candidate in scored:
+            ledger.add(candidate.job)
+
+
+def _gpus_by_domain(job: Job, fleet: FleetState) -> dict[str, int]:
+    per_pod = {ps.name: ps.gpus_per_pod for ps in job.pod_sets}
+    by_domain: dict[str, int] = {}
+    for pod in job.placement:
+        i = fleet.index_of.get(pod.node)
+        if i is not None:
+            for key in fleet.domain_keys_of(i):
+                by_domain[key] = by_domain.get(key, 0) + per_pod.get(pod.pod_set, 0)
+    return by_domain
+
+
+def _victims_for_domain(job, domain, useful, fleet: FleetState, ledger: QuotaLedger) -> list[_Candidate] | None:
+    """Cheapest first until quota and placement in `domain` succeed; then drop the unneeded, dearest first.
+
+    With no domain only quota is checked: the caller knows the gang fits the fleet as it is.
+    """
     removed: list[_Candidate] = []
-    fits = lambda: ledger.check(job).fits and fleet.place(job, within=domain) is not None  # noqa: E731
+    classes = fleet.tolerated_classes(job)
+
+    def fits() -> bool:
+        if domain is None:
+            return ledger.check(job).fits
+        return (
+            fleet.free_gpus_in(domain, classes) >= job.gpus
+            and ledger.check(job).fits
+            and fleet.place(job, within=domain) is not None
+        )
+
     try:
         for candidate in useful:
             _evict(candidate.job, fleet, ledger)
@@ -147,7 +208,7 @@ def _victims_for_domain(job, domain, useful, fleet: FleetState, ledger: QuotaLed
         for candidate in sorted(removed, key=lambda c: -c.cost_gpu_hours):
             _restore(candidate.job, fleet, ledger)
             if fits():
-                removed.remove(candidate)
+                removed = [c for c in removed if c is not candidate]
             else:
                 _evict(candidate.job, fleet, ledger)
         return list(removed)

@@ -6,10 +6,12 @@ from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
+from scheduling.models.usage import GpuUsageSample, WorkloadRejection
 
 __all__ = [
     "Cohort",
     "FleetSettings",
+    "GpuUsageSample",
     "Flavor",
     "Job",
     "JobEvent",
@@ -28,4 +30,5 @@ __all__ = [
     "SimulatedWorkload",
     "Team",
     "TeamAllotment",
+    "WorkloadRejection",
 ]

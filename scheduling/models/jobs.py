@@ -41,8 +41,18 @@ class Job(models.Model):
     is_borrowing = models.BooleanField(default=False)
     explanation = models.JSONField(default=dict, blank=True)
 
+    # Where the gang lives in a Kubernetes cluster: a discovered Job, or one Gangway created from `pod_template`.
+    cluster_namespace = models.CharField(max_length=63, blank=True, default="")
+    cluster_name = models.CharField(max_length=63, blank=True, default="", help_text="Name of the batch/v1 Job; empty on the simulated cluster.")
+    pod_template = models.JSONField(null=True, blank=True, help_text="Pod template of a job submitted through Gangway; created in the cluster as a suspended Job.")
+
     class Meta:
         ordering = ["-submitted_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster_namespace", "cluster_name"], condition=~models.Q(cluster_name=""), name="job_unique_cluster_workload"
+            ),
+        ]
         indexes = [
             # The reconcile pass reads pending jobs per queue in priority-then-FIFO order.
             models.Index(fields=["state", "queue", "-priority", "submitted_at", "id"], name="job_pending_order"),

@@ -11,6 +11,7 @@ class SimulatedWorkload(models.Model):
     released_at = models.FloatField(help_text="Epoch seconds of the release on the simulated clock.")
     duration_s = models.FloatField()
     pods = models.PositiveIntegerField(default=0)
+    releases = models.PositiveIntegerField(default=1, help_text="Times a new generation was released: replays of the same one do not count.")
 
     def __str__(self) -> str:
         return f"job {self.job_id} gen {self.generation}"

@@ -4,6 +4,7 @@ from scheduling.selectors.fleet import fleet_summary, node_list
 from scheduling.selectors.jobs import job_get, job_list
 from scheduling.selectors.org import queue_get, queue_list, team_get, team_list
 from scheduling.selectors.preemption import preemption_list
+from scheduling.selectors.usage import usage_report
 
 __all__ = [
     "fleet_summary",
@@ -15,4 +16,5 @@ __all__ = [
     "queue_list",
     "team_get",
     "team_list",
+    "usage_report",
 ]

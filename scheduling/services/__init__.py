@@ -1,15 +1,19 @@
 """Writes: every change to the scheduling domain goes through one of these keyword-only functions."""
 
+from scheduling.services.cluster import cluster_nodes_sync, cluster_workloads_sync, workload_create
 from scheduling.services.fleet import fleet_sync
 from scheduling.services.jobs import job_cancel, job_submit
 from scheduling.services.org import team_create, team_update
 from scheduling.services.preemption import preemption_approve, preemption_reject
 from scheduling.services.queues import queue_create, queue_update
 from scheduling.services.reconcile import ReconcileResult, admission_cycle_run
+from scheduling.services.usage import usage_collect
 
 __all__ = [
     "ReconcileResult",
     "admission_cycle_run",
+    "cluster_nodes_sync",
+    "cluster_workloads_sync",
     "fleet_sync",
     "job_cancel",
     "job_submit",
@@ -19,4 +23,6 @@ __all__ = [
     "queue_update",
     "team_create",
     "team_update",
+    "usage_collect",
+    "workload_create",
 ]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Max, Sum
@@ -14,6 +17,7 @@ from scheduling.permissions import can_cancel_job, can_submit_to_team
 from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
 
 MAX_POD_SETS = 8
+logger = logging.getLogger("scheduling.jobs")
 
 
 def job_event(*, job_id: int, from_state: str, to_state: str, reason: str, message: str = "", actor=None) -> JobEvent:
@@ -64,6 +68,34 @@ def _validate_topology(errors: Errors, required: str | None, preferred: str | No
         errors.add("topology.preferred", f"{preferred!r} is coarser than the required level {required!r}; prefer the same or a finer level")
 
 
+def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -> None:
+    if pod_template is None:
+        return
+    if not isinstance(pod_template, dict) or not isinstance(pod_template.get("spec"), dict):
+        errors.add("pod_template", "must be a Kubernetes pod template: an object with a 'spec'")
+        return
+    containers = pod_template["spec"].get("containers")
+    if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) and c.get("name") and c.get("image") for c in containers):
+        errors.add("pod_template.spec.containers", "must be a non-empty list of containers, each with a name and an image")
+    if len(pod_sets) > 1:
+        errors.add("pod_sets", "a job with a pod template runs exactly one pod set (one batch/v1 Job)")
+
+
+def workload_name(name: str, job_id: int) -> str:
+    """A DNS-1123 name for the job's Job in the cluster, short enough for its pods' names too."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:40].strip("-") or "job"
+    return f"{slug}-{job_id}"
+
+
+def _create_workload_after_commit(job_id: int) -> None:
+    from scheduling.services.cluster import workload_create
+
+    try:
+        workload_create(job_id=job_id)
+    except Exception:  # noqa: BLE001 - the reconcile pass creates it before releasing the job
+        logger.warning("could not create the cluster workload of job %s yet", job_id, exc_info=True)
+
+
 @transaction.atomic
 def job_submit(
     *,
@@ -78,9 +110,11 @@ def job_submit(
     runtime_limit_s: int | None = None,
     checkpoint_interval_s: int | None = None,
     is_preemptible: bool = True,
+    pod_template: dict | None = None,
     now: float | None = None,
 ) -> Job:
-    """Validate and store a pending gang; a reconcile pass runs after commit."""
+    """Validate and store a pending gang; a reconcile pass runs after commit. With a pod template the gang
+    is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job."""
     errors = Errors()
     queue = Queue.objects.filter(name=queue_name).select_related("team").first() if isinstance(queue_name, str) else None
     if queue is None:
@@ -101,6 +135,7 @@ def job_submit(
         errors.add("preemptible", "must be true or false")
     _validate_topology(errors, topology_required or None, topology_preferred or None)
     clean_pod_sets = _validate_pod_sets(errors, pod_sets)
+    _validate_pod_template(errors, pod_template, clean_pod_sets)
 
     if flavor is not None and clean_pod_sets:
         fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))
@@ -134,6 +169,13 @@ def job_submit(
     )
     PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
     job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user).save()
+    if pod_template is not None:
+        job.pod_template = pod_template
+        job.cluster_namespace = settings.GANGWAY_NAMESPACE
+        job.cluster_name = workload_name(job.name, job.pk)
+        job.save(update_fields=["pod_template", "cluster_namespace", "cluster_name"])
+        if settings.GANGWAY_CLUSTER == "kubernetes":
+            transaction.on_commit(lambda: _create_workload_after_commit(job.pk))
     reconcile_after_commit()
     return job
 

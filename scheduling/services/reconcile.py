@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Sum
 
@@ -43,6 +45,8 @@ class ReconcileResult:
     pending: int = 0
     released: list[int] = field(default_factory=list)
     suspended: list[int] = field(default_factory=list)
+    apply_failed: list[int] = field(default_factory=list)
+    """Jobs the cluster refused to release or suspend this pass; the next pass tries again."""
 
 
 def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
@@ -65,6 +69,7 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         state.last_pass_at = to_datetime(now)
         state.passes = F("passes") + 1
         state.save(update_fields=["last_pass_at", "passes"])
+    _fault_after_commit(result)
     _apply(cluster=cluster, now=now, result=result)
     if result.admitted or result.finished or result.preempted or result.evicted:
         logger.info(
@@ -80,17 +85,30 @@ def _lock_pass() -> ReconcileState:
     return ReconcileState.objects.select_for_update().get(pk=1)
 
 
+def _fault_after_commit(result: ReconcileResult) -> None:
+    """Test hook (GANGWAY_FAULT_AFTER_COMMIT=1): kill this process after a pass that admitted something has
+    committed and before it applies anything, the crash the next pass must heal. Never set it in production."""
+    if settings.GANGWAY_FAULT_AFTER_COMMIT and result.admitted:
+        logger.error("GANGWAY_FAULT_AFTER_COMMIT: exiting after commit, before applying %s", result.admitted)
+        logging.shutdown()
+        os._exit(1)
+
+
+def _ref(job: dict, generation: int) -> WorkloadRef:
+    return WorkloadRef(job_id=job["id"], generation=generation, namespace=job["cluster_namespace"], name=job["cluster_name"])
+
+
 # 2 -- observe the cluster --------------------------------------------------------------------------
 def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
     """Released gangs: all pods running → running; finished → succeeded/failed; lost → release again."""
     released = list(
         Job.objects.filter(state__in=HOLDING_STATES, applied_generation__gt=0).values(
-            "id", "state", "admission_generation", "applied_generation", "ready_pods"
+            "id", "state", "admission_generation", "applied_generation", "ready_pods", "cluster_namespace", "cluster_name"
         )
     )
     if not released:
         return
-    statuses = cluster.workload_statuses([WorkloadRef(job_id=j["id"], generation=j["applied_generation"]) for j in released], now)
+    statuses = cluster.workload_statuses([_ref(j, j["applied_generation"]) for j in released], now)
     pods = _pods_by_job([j["id"] for j in released])
     events = []
     moment = to_datetime(now)
@@ -264,26 +282,50 @@ def _decay_usage(*, context: SnapshotContext, now: float, last_pass_at: float | 
 # 4 -- apply after commit ---------------------------------------------------------------------------
 def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
     """Release every admission not yet applied; suspend every released gang that no longer holds GPUs.
-    Keyed by (job id, admission generation), so a crash between commit and here is healed next pass."""
-    to_release = list(
-        Job.objects.filter(state__in=HOLDING_STATES, admission_generation__gt=F("applied_generation")).values_list(
-            "id", "admission_generation"
-        )
-    )
+    Keyed by (job id, admission generation), so a crash between commit and here is healed next pass.
+    One job the cluster refuses (deleted meanwhile, API down) is logged and retried next pass; it never
+    stops the others."""
+    fields = ("id", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "pod_template")
+    to_release = list(Job.objects.filter(state__in=HOLDING_STATES, admission_generation__gt=F("applied_generation")).values(*fields))
     if to_release:
         placements = defaultdict(list)
         for job_id, pod_set, index, node in (
-            Placement.objects.filter(job_id__in=[j for j, _ in to_release])
+            Placement.objects.filter(job_id__in=[j["id"] for j in to_release])
             .order_by("job_id", "pod_set_id", "pod_index")
             .values_list("job_id", "pod_set__name", "pod_index", "node__name")
         ):
             placements[job_id].append(PodPlacement(pod_set=pod_set, index=index, node=node))
-        for job_id, generation in to_release:
-            cluster.release(GangRelease(WorkloadRef(job_id=job_id, generation=generation), tuple(placements[job_id])), now)
-            Job.objects.filter(pk=job_id, admission_generation=generation).update(applied_generation=generation)
-            result.released.append(job_id)
+        for job in to_release:
+            generation = job["admission_generation"]
+            try:
+                if job["pod_template"] is not None and hasattr(cluster, "create_workload"):
+                    from scheduling.services.cluster import workload_create
+
+                    workload_create(job_id=job["id"], cluster=cluster)  # idempotent: heals a submission whose creation was lost
+                if job["applied_generation"]:
+                    # Re-admitted before the previous admission was suspended (a crash in between): stop it first.
+                    cluster.suspend(_ref(job, job["applied_generation"]), now)
+                cluster.release(GangRelease(_ref(job, generation), tuple(placements[job["id"]])), now)
+            except Exception:  # noqa: BLE001 - the next pass tries again
+                logger.warning("reconcile: releasing job %s (admission %s) failed; retrying next pass", job["id"], generation, exc_info=True)
+                result.apply_failed.append(job["id"])
+                continue
+            Job.objects.filter(pk=job["id"], admission_generation=generation).update(applied_generation=generation)
+            result.released.append(job["id"])
     stopped = [JobState.PENDING.value, JobState.CANCELLED.value, JobState.PREEMPTED.value, JobState.EVICTED.value]
-    for job_id, generation in Job.objects.filter(state__in=stopped, applied_generation__gt=0).values_list("id", "applied_generation"):
-        cluster.suspend(WorkloadRef(job_id=job_id, generation=generation), now)
-        Job.objects.filter(pk=job_id, applied_generation=generation).update(applied_generation=0)
-        result.suspended.append(job_id)
+    for job in Job.objects.filter(state__in=stopped, applied_generation__gt=0).values(*fields):
+        try:
+            cluster.suspend(_ref(job, job["applied_generation"]), now)
+        except Exception:  # noqa: BLE001
+            logger.warning("reconcile: suspending job %s failed; retrying next pass", job["id"], exc_info=True)
+            result.apply_failed.append(job["id"])
+            continue
+        Job.objects.filter(pk=job["id"], applied_generation=job["applied_generation"]).update(applied_generation=0)
+        result.suspended.append(job["id"])
+    pin = getattr(cluster, "pin_released_gangs", None)
+    if pin is not None:
+        # Pod events the watcher missed would leave a released gang gated; advance every such gang here too.
+        try:
+            pin()
+        except Exception:  # noqa: BLE001
+            logger.warning("reconcile: pinning released gangs failed; retrying next pass", exc_info=True)

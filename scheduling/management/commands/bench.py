@@ -1,0 +1,64 @@
+"""`manage.py bench cycle|quality|fragmentation`: benchmarks of the scheduling core, printed as figures."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "Benchmark the scheduling core: cycle speed, placement quality against CP-SAT, fragmentation."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="bench", required=True)
+        cycle = sub.add_parser("cycle", help="one admission cycle at fleet scale vs a first-fit baseline")
+        cycle.add_argument("--nodes", type=int, default=1250)
+        cycle.add_argument("--gpus-per-node", type=int, default=8)
+        cycle.add_argument("--pending", type=int, default=100_000)
+        cycle.add_argument("--queues", type=int, default=50)
+        cycle.add_argument("--repeats", type=int, default=5)
+        quality = sub.add_parser("quality", help="admitted GPUs vs the exact optimum (needs ortools)")
+        quality.add_argument("--instances", type=int, default=50)
+        fragmentation = sub.add_parser("fragmentation", help="whole free nodes over a job stream: Gangway vs first fit vs random")
+        fragmentation.add_argument("--jobs", type=int, default=3000)
+        for p in (cycle, quality, fragmentation):
+            p.add_argument("--seed", type=int, default=1)
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **options):
+        name = options["bench"]
+        if name == "cycle":
+            from scheduling.benchmarks import cycle
+
+            for field in ("nodes", "gpus_per_node", "pending", "queues", "repeats"):
+                if options[field] < 1:
+                    raise CommandError(f"--{field.replace('_', '-')} must be at least 1")
+            figures = cycle.run(
+                nodes=options["nodes"], gpus_per_node=options["gpus_per_node"], pending=options["pending"],
+                queues=options["queues"], repeats=options["repeats"], seed=options["seed"],
+            )
+        elif name == "quality":
+            try:
+                from scheduling.benchmarks import quality
+
+                figures = quality.run(instances=options["instances"], seed=options["seed"])
+            except ImportError as error:
+                raise CommandError(f"bench quality needs OR-Tools: pip install -e '.[bench]' ({error})") from error
+        else:
+            from scheduling.benchmarks import fragmentation
+
+            figures = fragmentation.run(jobs=options["jobs"], seed=options["seed"])
+        if options["json"]:
+            self.stdout.write(json.dumps(figures))
+        else:
+            self.stdout.write(_table(figures))
+
+
+def _table(figures: dict, indent: str = "") -> str:
+    lines = []
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines.append(_table(value, indent + "  "))
+        else:
+            lines.append(f"{indent}{key:<40} {value}")
+    return "\n".join(lines)
