@@ -84,3 +84,17 @@ class PreemptionPlanAdmin(admin.ModelAdmin):
     list_filter = ["status", "needs_approval"]
     raw_id_fields = ["job"]
     inlines = [VictimInline]
+
+
+@admin.register(models.WorkloadRejection)
+class WorkloadRejectionAdmin(admin.ModelAdmin):
+    list_display = ("namespace", "name", "queue", "reason", "message", "last_seen_at")
+    list_filter = ("reason",)
+    search_fields = ("namespace", "name", "queue")
+
+
+@admin.register(models.GpuUsageSample)
+class GpuUsageSampleAdmin(admin.ModelAdmin):
+    list_display = ("at", "node_name", "gpu", "job", "team", "util_percent", "fb_used_mib")
+    list_filter = ("team",)
+    raw_id_fields = ("job",)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
@@ -12,6 +14,15 @@ from scheduling.services import fleet_sync
 
 H100 = "H100-80GB"
 PASSWORD = "gangway"
+IS_INTEGRATION = os.environ.get("GANGWAY_INTEGRATION") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `integration` need real PostgreSQL, Redis and Celery: they run only with GANGWAY_INTEGRATION=1."""
+    skip = pytest.mark.skip(reason="integration test: set GANGWAY_INTEGRATION=1 (with PostgreSQL and Redis) to run it")
+    for item in items:
+        if "integration" in item.keywords and not IS_INTEGRATION:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

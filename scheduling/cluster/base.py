@@ -64,6 +64,8 @@ class DiscoveredWorkload:
     checkpoint_interval_s: int | None = None
     is_preemptible: bool = True
     annotations: dict = field(default_factory=dict)
+    tolerations: tuple = ()
+    """The pod template's tolerations as {key, operator, value, effect} dicts: GPU nodes are often tainted."""
 
 
 class Cluster(Protocol):

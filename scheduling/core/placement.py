@@ -70,19 +70,41 @@ class FleetState:
         self.domain_by_key = {d.key: d for domains in self.domains.values() for d in domains}
         self._domain_states: dict[str, list[_DomainState]] = {}
         self._state_by_key: dict[str, _DomainState] = {}
-        self._node_domains: list[list[_DomainState]] = [[] for _ in self.nodes]
+        self._states: list[_DomainState] = []
+        self._level_ix: dict[str, tuple[int, ...]] = {}
+        node_domain_ix: list[list[int]] = [[] for _ in self.nodes]
         for level, domains in self.domains.items():
             states = []
             for domain in domains:
                 state = _DomainState(domain)
                 for i in domain.node_indices:
-                    self._node_domains[i].append(state)
+                    node_domain_ix[i].append(len(self._states))
                     if self.is_schedulable[i]:
                         self._count(state, i, +1)
                 states.append(state)
                 self._state_by_key[domain.key] = state
+                self._states.append(state)
             self._domain_states[level] = states
+            self._level_ix[level] = tuple(range(len(self._states) - len(states), len(self._states)))
+        self._node_domain_ix = [tuple(ix) for ix in node_domain_ix]
         self._tolerated_cache: dict[tuple, tuple[int, ...]] = {}
+
+    def copy(self) -> "FleetState":
+        """An independent copy for one cycle to mutate; immutable parts (nodes, domains, classes) are shared."""
+        new = object.__new__(FleetState)
+        new.__dict__.update(self.__dict__)
+        new.free = list(self.free)
+        states = []
+        for state in self._states:
+            c = _DomainState(state.domain)
+            c.histograms = {k: v[:] for k, v in state.histograms.items()}
+            c.free_gpus = state.free_gpus.copy()
+            c.whole_nodes = state.whole_nodes.copy()
+            states.append(c)
+        new._states = states
+        new._domain_states = {level: [states[k] for k in ix] for level, ix in self._level_ix.items()}
+        new._state_by_key = {state.domain.key: state for state in states}
+        return new
 
     def _class_id(self, node: Node) -> int:
         return self.class_ids.setdefault((node.flavor, node.taints), len(self.class_ids))
@@ -120,7 +142,7 @@ class FleetState:
         return cached
 
     def domain_keys_of(self, i: int) -> list[str]:
-        return [state.domain.key for state in self._node_domains[i]]
+        return [self._states[k].domain.key for k in self._node_domain_ix[i]]
 
     def free_gpus_in(self, domain: Domain, classes: Iterable[int]) -> int:
         state = self._state_by_key[domain.key]
@@ -139,12 +161,14 @@ class FleetState:
 
     def _shift(self, i: int, delta: int) -> None:
         if self.is_schedulable[i]:
-            for state in self._node_domains[i]:
-                self._count(state, i, -1)
-        self.free[i] += delta
-        if self.is_schedulable[i]:
-            for state in self._node_domains[i]:
-                self._count(state, i, +1)
+            states = self._states
+            for k in self._node_domain_ix[i]:
+                self._count(states[k], i, -1)
+            self.free[i] += delta
+            for k in self._node_domain_ix[i]:
+                self._count(states[k], i, +1)
+        else:
+            self.free[i] += delta
 
     def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):
@@ -200,13 +224,23 @@ class FleetState:
 
     def _fit_score(self, state: _DomainState, classes, pods) -> tuple | None:
         """(whole nodes broken, free GPUs left) if the gang fits by the greedy rule, else None."""
-        width = max(self.class_width[c] for c in classes)
-        histogram = [0] * (width + 1)
-        for c in classes:
-            for free, count in enumerate(state.histograms.get(c, ())):
-                histogram[free] += count
-        free_left = sum(state.free_gpus.get(c, 0) for c in classes)
-        whole_left = sum(state.whole_nodes.get(c, 0) for c in classes)
+        if len(classes) == 1:  # the common case: no merging of histograms
+            c = classes[0]
+            histogram = state.histograms.get(c)
+            if histogram is None:
+                return None
+            histogram = histogram[:]
+            width = len(histogram) - 1
+            free_left = state.free_gpus[c]
+            whole_left = state.whole_nodes[c]
+        else:
+            width = max(self.class_width[c] for c in classes)
+            histogram = [0] * (width + 1)
+            for c in classes:
+                for free, count in enumerate(state.histograms.get(c, ())):
+                    histogram[free] += count
+            free_left = sum(state.free_gpus.get(c, 0) for c in classes)
+            whole_left = sum(state.whole_nodes.get(c, 0) for c in classes)
         broken = 0
         for _pod_set, gpus in pods:
             free = gpus

@@ -86,6 +86,12 @@ class QuotaLedger:
         for job in holding:
             self.add(job)
 
+    def copy(self) -> "QuotaLedger":
+        new = object.__new__(QuotaLedger)
+        new.__dict__.update(self.__dict__)
+        new.used, new.pool_drawn = dict(self.used), dict(self.pool_drawn)
+        return new
+
     # --- queries -------------------------------------------------------------------------
 
     def usage(self, queue: str, flavor: str) -> int:

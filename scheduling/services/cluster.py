@@ -177,6 +177,7 @@ def cluster_workloads_sync(
             runtime_limit_s=workload.runtime_limit_s,
             checkpoint_interval_s=workload.checkpoint_interval_s,
             is_preemptible=workload.is_preemptible,
+            tolerations=[dict(t) for t in workload.tolerations],
             gpus=sum(p.count * p.gpus_per_pod for p in workload.pod_sets),
             submitted_at=moment,
             state=JobState.PENDING.value,

@@ -70,6 +70,9 @@ def _validate_topology(errors: Errors, required: str | None, preferred: str | No
 
 def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -> None:
     if pod_template is None:
+        if settings.GANGWAY_CLUSTER == "kubernetes":
+            errors.add("pod_template", "required on a Kubernetes cluster: Gangway creates the gang's Job from it "
+                                       "(or create a suspended Job labelled gangway.dev/queue in the cluster)")
         return
     if not isinstance(pod_template, dict) or not isinstance(pod_template.get("spec"), dict):
         errors.add("pod_template", "must be a Kubernetes pod template: an object with a 'spec'")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -15,6 +17,7 @@ from scheduling.services.common import to_datetime
 from scheduling.usage import GpuUsageSample as Sample
 from scheduling.usage import PrometheusUsageCollector, simulated_usage
 
+logger = logging.getLogger("scheduling.usage")
 UsageSource = Callable[[float, list[tuple[int, str, int]]], list[Sample]]
 
 
@@ -26,11 +29,15 @@ class UsageCollectResult:
 
 
 def usage_source() -> UsageSource:
-    """Prometheus when GANGWAY_PROMETHEUS_URL is set, else the simulated source over the current allocations."""
+    """Prometheus when GANGWAY_PROMETHEUS_URL is set; else simulated use on the simulated cluster, and nothing
+    on a real cluster (made-up numbers about real GPUs would mislead)."""
     if settings.GANGWAY_PROMETHEUS_URL:
-        collector = PrometheusUsageCollector.from_env()
+        collector = PrometheusUsageCollector.from_env({**os.environ, "GANGWAY_PROMETHEUS_URL": settings.GANGWAY_PROMETHEUS_URL})
         return lambda at, allocations: collector.collect(at)
-    return lambda at, allocations: simulated_usage(allocations, at=at)
+    if settings.GANGWAY_CLUSTER == "simulated":
+        return lambda at, allocations: simulated_usage(allocations, at=at)
+    logger.info("usage: GANGWAY_PROMETHEUS_URL is not set; no GPU use is collected on a %s cluster", settings.GANGWAY_CLUSTER)
+    return lambda at, allocations: []
 
 
 def _allocations() -> tuple[list[tuple[int, str, int]], dict[int, dict]]:

@@ -58,7 +58,7 @@ def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr:
         if bar is not None:
             bar.close()
         results[policy.name] = summarize(result)
-        print(f"  {policy.name}: {result.wall_s:.1f}s, {result.cycles:,} cycles, {result.events:,} events", file=stdout)
+        print(f"  {policy.name}: {result.wall_s:.1f}s wall, {result.cpu_s:.1f}s CPU, {result.cycles:,} cycles, {result.events:,} events", file=stdout)
     add_fairness(results)
     document = {
         "scenario": {

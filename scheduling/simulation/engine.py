@@ -30,6 +30,7 @@ Skipping cycles that cannot change anything (what makes a 68,503-job replay take
    free (each job needs at least one), so among the queue's first F + 1 jobs (in the core's order:
    priority, submit time, id) one fails, or is blocked, and the jobs after it would only be
    reported as blocked. Passing that prefix gives the same admissions as passing the whole queue.
+   A queue without a cohort can admit at most its unused nominal quota R, so min(F, R) + 1 jobs.
 
 The engine checks what the core does not have to: no node is ever over-committed.
 """
@@ -125,6 +126,8 @@ class SimResult:
     events: int = 0
     cycles: int = 0
     wall_s: float = 0.0
+    cpu_s: float = 0.0
+    """CPU time of this process: the figure to compare on a shared machine."""
     preemptions: int = 0
     allocated_gpu_s: float = 0.0
     whole_free_node_s: float = 0.0
@@ -175,7 +178,7 @@ class Engine:
     # --- the loop --------------------------------------------------------------------------
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimResult:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         heap = self.heap
         for job in self.scenario.trace.jobs:
             heap.append((job.submit_s, ARRIVAL, job.id, 0))
@@ -216,6 +219,7 @@ class Engine:
         if progress is not None:
             progress(self.result.events, total)
         self.result.wall_s = time.perf_counter() - started
+        self.result.cpu_s = time.process_time() - cpu_started
         return self.result
 
     def _advance(self, t: float) -> None:
@@ -272,7 +276,12 @@ class Engine:
     def _pending_of(self, name: str, limit: int | None):
         """A queue's pending jobs; for a strict FIFO queue, only its first `limit` (rule 4 above)."""
         jobs = self.pending[name]
-        if limit is None or len(jobs) <= limit or self.queues[name].strategy is not QueueingStrategy.STRICT_FIFO:
+        queue = self.queues[name]
+        if limit is None or queue.strategy is not QueueingStrategy.STRICT_FIFO:
+            return jobs.values()
+        if queue.cohort is None:  # alone, it can take at most what is left of its own quota
+            limit = min(limit, max(0, sum(q.nominal for q in queue.quotas.values()) - self.in_use[name]) + 1)
+        if len(jobs) <= limit:
             return jobs.values()
         ordered = jobs.values() if self.in_order[name] else sorted(jobs.values(), key=job_order_key)
         return islice(ordered, limit)

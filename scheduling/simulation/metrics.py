@@ -82,6 +82,7 @@ def summarize(result: SimResult) -> dict:
             "events": result.events,
             "cycles": result.cycles,
             "wall_s": result.wall_s,
+            "cpu_s": result.cpu_s,
             "events_per_s": result.events / result.wall_s if result.wall_s else 0.0,
             "wait_quantiles_s": _quantiles(sorted(r.waited_s for r in done)),
             "timeline": {

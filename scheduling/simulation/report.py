@@ -20,6 +20,7 @@ ROWS = (
     ("GPU-h lost", "{gpu_hours_lost:,.0f}"),
     ("worst team ×iso", "{worst}"),
     ("wall s", "{wall_s:.1f}"),
+    ("CPU s", "{cpu_s:.1f}"),
     ("events/s", "{events_per_s:,.0f}"),
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
@@ -27,14 +28,19 @@ class Command(BaseCommand):
         except Exception as error:  # noqa: BLE001 - a missing kubeconfig is a configuration error, said plainly
             raise CommandError(f"cannot configure the Kubernetes client: {error}") from error
 
+        def fresh_connection() -> None:
+            # The watcher calls back from its flush thread, which keeps its connection between callbacks.
+            if threading.current_thread() is not threading.main_thread():
+                close_old_connections()
+
         def on_nodes(nodes) -> None:
-            close_old_connections()  # the watcher calls back from its own threads
+            fresh_connection()
             result = cluster_nodes_sync(nodes=nodes, topology=cluster.topology)
             if result.added or result.updated or result.removed:
                 self.stdout.write(f"nodes: {len(result.added)} added, {len(result.updated)} updated, {len(result.removed)} removed")
 
         def on_workloads(workloads) -> None:
-            close_old_connections()
+            fresh_connection()
             result = cluster_workloads_sync(workloads=workloads, cluster=cluster)
             for label, items in (("discovered jobs", result.created), ("linked jobs", result.linked),
                                  ("rejected workloads", result.rejected), ("cancelled jobs (workload deleted)", result.cancelled)):

@@ -134,6 +134,10 @@ def discover(job: Mapping, settings: KubernetesSettings) -> DiscoveredWorkload |
         checkpoint_interval_s=_int_annotation(job, CHECKPOINT_INTERVAL_ANNOTATION),
         is_preemptible=_bool_annotation(job, PREEMPTIBLE_ANNOTATION, True),
         annotations={k: v for k, v in _annotations(job).items() if k.startswith("gangway.dev/")},
+        tolerations=tuple(
+            {"key": t.get("key") or "", "operator": t.get("operator") or "Equal", "value": t.get("value") or "", "effect": t.get("effect") or ""}
+            for t in template_spec.get("tolerations") or ()
+        ),
     )
 
 
