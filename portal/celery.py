@@ -21,5 +21,8 @@ def schedule_reconcile(sender: Celery, **_: object) -> None:
         settings.GANGWAY_RECONCILE_INTERVAL_S, sender.signature("scheduling.tasks.reconcile"), name="reconcile"
     )
     sender.add_periodic_task(
+        settings.GANGWAY_ESTIMATE_INTERVAL_S, sender.signature("scheduling.tasks.refresh_estimates"), name="refresh-estimates"
+    )
+    sender.add_periodic_task(
         settings.GANGWAY_USAGE_INTERVAL_S, sender.signature("scheduling.tasks.collect_usage"), name="collect-usage"
     )

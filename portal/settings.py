@@ -166,6 +166,10 @@ GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "500
 GANGWAY_RECONCILE_LOCK_TIMEOUT_S = int(os.environ.get("GANGWAY_RECONCILE_LOCK_TIMEOUT_S", "300"))
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
 GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(7 * 24 * 3600)))
+GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "30"))
+"""A pending job's stored explanation is rewritten at most this often while its blocking level stays the same."""
+GANGWAY_ESTIMATE_INTERVAL_S = float(os.environ.get("GANGWAY_ESTIMATE_INTERVAL_S", "300"))
+GANGWAY_ESTIMATE_HORIZON_S = float(os.environ.get("GANGWAY_ESTIMATE_HORIZON_S", str(7 * 24 * 3600)))
 GANGWAY_PROMETHEUS_URL = os.environ.get("GANGWAY_PROMETHEUS_URL", "")
 GANGWAY_NAMESPACE = os.environ.get("GANGWAY_NAMESPACE", "default")
 """Namespace of the Jobs Gangway creates for jobs submitted through its API with a pod template."""

@@ -7,6 +7,7 @@ import contextlib
 from celery import shared_task
 from django.conf import settings
 
+from scheduling.services.explanations import estimates_refresh
 from scheduling.services.reconcile import admission_cycle_run
 from scheduling.services.usage import usage_collect
 from scheduling.usage import UsageError
@@ -15,7 +16,7 @@ LOCK_KEY = "gangway:reconcile:lock"
 
 
 @contextlib.contextmanager
-def reconcile_lock():
+def reconcile_lock(key: str = LOCK_KEY):
     """Yield True when this process holds the pass. On Redis: a lock taken without blocking; on the
     embedded broker the database row lock inside the pass serialises concurrent runs."""
     broker = settings.CELERY_BROKER_URL
@@ -25,7 +26,7 @@ def reconcile_lock():
     import redis
 
     client = redis.Redis.from_url(broker)
-    lock = client.lock(LOCK_KEY, timeout=settings.GANGWAY_RECONCILE_LOCK_TIMEOUT_S, blocking=False)
+    lock = client.lock(key, timeout=settings.GANGWAY_RECONCILE_LOCK_TIMEOUT_S, blocking=False)
     acquired = lock.acquire(blocking=False)
     try:
         yield acquired
@@ -50,3 +51,15 @@ def collect_usage() -> dict:
     """One round of GPU use samples; Prometheus errors retry with backoff, then the next minute's round tries again."""
     result = usage_collect()
     return {"samples": result.samples, "attributed": result.attributed, "pruned": result.pruned}
+
+
+ESTIMATE_LOCK_KEY = "gangway:estimates:lock"
+
+
+@shared_task(name="scheduling.tasks.refresh_estimates", ignore_result=True)
+def refresh_estimates() -> dict:
+    """Every few minutes (GANGWAY_ESTIMATE_INTERVAL_S): the core run forward for each pending job's estimated start."""
+    with reconcile_lock(key=ESTIMATE_LOCK_KEY) as acquired:
+        if not acquired:
+            return {"skipped": True}
+        return {"skipped": False, **estimates_refresh()}

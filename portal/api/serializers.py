@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from scheduling.core.model import JobState, PreemptionPolicy, QueueingStrategy
+from scheduling.selectors.explanations import job_explanation_get
 from scheduling.selectors.fleet import node_free_gpus
 
 # --- input ----------------------------------------------------------------------------------------
@@ -182,6 +183,11 @@ class JobEventOut(serializers.Serializer):
 
 class JobDetailOut(JobOut):
     placement = PlacementOut(many=True, source="placements.all")
+
+    def get_explanation(self, job) -> dict | None:
+        """Why it is pending (the ordered isolation, fixes, estimated start) and its live place in the queue."""
+        return job_explanation_get(job=job)
+
     events = JobEventOut(many=True, source="events.all")
     workload = serializers.SerializerMethodField(help_text="The gang's batch/v1 Job in a Kubernetes cluster, if any.")
 

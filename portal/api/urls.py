@@ -1,8 +1,8 @@
 """URLs of the REST API, version 1."""
 
-from django.urls import path
+from django.urls import path, re_path
 
-from portal.api import views
+from portal.api import previews, views
 
 app_name = "api"
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("teams/<slug:name>/", views.TeamDetailView.as_view(), name="team-detail"),
     path("queues/", views.QueuesView.as_view(), name="queues"),
     path("queues/<slug:name>/", views.QueueDetailView.as_view(), name="queue-detail"),
+    re_path(r"^queues/(?P<name>[-a-zA-Z0-9_]+)/preview/?$", previews.QueuePreviewView.as_view(), name="queue-preview"),
+    re_path(r"^teams/(?P<name>[-a-zA-Z0-9_]+)/preview/?$", previews.TeamPreviewView.as_view(), name="team-preview"),
     path("jobs/", views.JobsView.as_view(), name="jobs"),
     path("jobs/<int:pk>/", views.JobDetailView.as_view(), name="job-detail"),
     path("jobs/<int:pk>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),

@@ -14,6 +14,7 @@ urlpatterns = [
     path("fleet/", views.fleet, name="fleet"),
     path("queues/", views.queue_list, name="queue-list"),
     path("queues/<slug:name>/quotas/<str:flavor>/", views.queue_quota_edit, name="queue-quota-edit"),
+    path("queues/<slug:name>/quotas/<str:flavor>/preview/", views.queue_quota_preview, name="queue-quota-preview"),
     path("preemptions/", views.preemption_list, name="preemption-list"),
     path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
 ]

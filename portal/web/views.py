@@ -15,6 +15,8 @@ from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue
 from scheduling.permissions import can_edit_team_queues, is_admin, team_ids_of
+from scheduling.selectors.explanations import job_explanation_get
+from scheduling.services import explanations as explanation_services
 
 
 @login_required
@@ -78,7 +80,10 @@ def job_detail(request, pk: int):
         job = selectors.job_get(user=request.user, job_id=pk)
     except Job.DoesNotExist as error:
         raise Http404("no such job") from error
-    return render(request, "web/job_detail.html", {"job": job, "is_final": JobState(job.state).is_final})
+    return render(
+        request, "web/job_detail.html",
+        {"job": job, "is_final": JobState(job.state).is_final, "explanation": job_explanation_get(job=job)},
+    )
 
 
 @login_required
@@ -97,21 +102,8 @@ def job_cancel(request, pk: int):
 @login_required
 def fleet(request):
     summary = selectors.fleet_summary()
-    heatmap = {}
-    for rack in summary.racks:
-        block = " / ".join(v for k, v in rack.labels.items() if k != (summary.topology[-1] if summary.topology else None)) or rack.flavor
-        row = heatmap.setdefault(f"{block} ({rack.flavor})", {"racks": [], "free": []})
-        row["racks"].append(rack.name)
-        row["free"].append(rack.free_gpus)
-    width = max((len(r["free"]) for r in heatmap.values()), default=0)
-    chart = {
-        "y": list(heatmap),
-        "x": [f"rack {i + 1}" for i in range(width)],
-        "z": [r["free"] + [None] * (width - len(r["free"])) for r in heatmap.values()],
-        "text": [r["racks"] + [""] * (width - len(r["racks"])) for r in heatmap.values()],
-    }
     usage = selectors.usage_report(user=request.user)
-    return render(request, "web/fleet.html", {"summary": summary, "chart": chart, "usage": usage})
+    return render(request, "web/fleet.html", {"summary": summary, "chart": summary.heatmap, "usage": usage})
 
 
 @login_required
@@ -142,6 +134,27 @@ def queue_quota_edit(request, name: str, flavor: str):
     except PermissionDenied as error:
         messages.error(request, str(error))
     return redirect("web:queue-list")
+
+
+@login_required
+@require_POST
+def queue_quota_preview(request, name: str, flavor: str):
+    """The quota form's Preview button: waits before vs after the proposed quota, nothing saved."""
+    form = QuotaForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("web:queue-list")
+    try:
+        preview = explanation_services.queue_quota_preview(actor=request.user, queue_name=name, quotas={flavor: form.cleaned_data})
+    except Queue.DoesNotExist as error:
+        raise Http404("no such queue") from error
+    except ValidationError as error:
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items()))
+        return redirect("web:queue-list")
+    except PermissionDenied as error:
+        messages.error(request, str(error))
+        return redirect("web:queue-list")
+    return render(request, "web/queue_preview.html", {"preview": preview, "queue": name, "flavor": flavor, "quota": form.cleaned_data})
 
 
 @login_required

@@ -70,12 +70,14 @@ class FleetSummary:
     totals: Totals
     by_flavor: dict[str, Totals]
     racks: list[RackTotals]
+    heatmap: dict = field(default_factory=dict)
+    """Per node, one row per rack: free GPUs (-1 = not ready or cordoned), for the fragmentation heatmap."""
 
 
 def fleet_summary() -> FleetSummary:
     """One query for the nodes (allocated summed by the database), then totals per flavor and per rack."""
     levels = list(FleetSettings.load().topology_levels)
-    totals, by_flavor, racks = Totals(), {}, {}
+    totals, by_flavor, racks, cells = Totals(), {}, {}, {}
     for node in node_list():
         totals.add(node)
         by_flavor.setdefault(node.flavor.name, Totals()).add(node)
@@ -88,4 +90,34 @@ def fleet_summary() -> FleetSummary:
                 name=rack_name or "(fleet)", labels={level: labels.get(level, "") for level in levels}, flavor=node.flavor.name
             )
         rack.add(node)
-    return FleetSummary(topology=levels, totals=totals, by_flavor=dict(sorted(by_flavor.items())), racks=[racks[k] for k in sorted(racks)])
+        cells.setdefault(key, []).append(_heatmap_cell(node))
+    ordered = sorted(racks)
+    return FleetSummary(
+        topology=levels,
+        totals=totals,
+        by_flavor=dict(sorted(by_flavor.items())),
+        racks=[racks[k] for k in ordered],
+        heatmap=_heatmap([f"{racks[k].name} · {racks[k].flavor}" for k in ordered], [cells[k] for k in ordered]),
+    )
+
+
+def _heatmap_cell(node) -> tuple[int, str]:
+    if not node.is_ready or node.is_unschedulable:
+        state = "not ready" if not node.is_ready else "cordoned"
+        return -1, f"{node.name}: {state}"
+    free = node_free_gpus(node)
+    health = f", {node.capacity_gpus - node.allocatable_gpus} unhealthy GPUs" if node.allocatable_gpus < node.capacity_gpus else ""
+    return free, f"{node.name}: {free} of {node.allocatable_gpus} free{health}"
+
+
+def _heatmap(rows: list[str], cells: list[list[tuple[int, str]]]) -> dict:
+    """A rack with many partly free cells is fragmented: whole-node gangs cannot use its free GPUs."""
+    width = max((len(row) for row in cells), default=0)
+    pad = [(None, "")]
+    return {
+        "zmax": max((free for row in cells for free, _ in row), default=8),
+        "y": rows,
+        "x": [f"node {i + 1}" for i in range(width)],
+        "z": [[free for free, _ in row + pad * (width - len(row))] for row in cells],
+        "text": [[text for _, text in row + pad * (width - len(row))] for row in cells],
+    }

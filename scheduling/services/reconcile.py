@@ -20,6 +20,7 @@ from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.common import to_datetime
+from scheduling.services.explanations import explanations_refresh
 from scheduling.services.jobs import job_event
 from scheduling.snapshots import SnapshotContext, snapshot_build
 
@@ -64,6 +65,7 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         snapshot, context = snapshot_build(now=now, cluster=cluster)
         decisions = run_admission_cycle(snapshot)
         _persist(decisions=decisions, context=context, now=now, result=result)
+        explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
         _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
                      half_life_s=snapshot.config.usage_half_life_s)
         state.last_pass_at = to_datetime(now)
@@ -191,14 +193,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
 
     _persist_plans(decisions=decisions, admitted_ids=admitted_ids, result=result, moment=moment)
 
-    by_explanation: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for pending in decisions.pending:
-        by_explanation[(pending.reason.value, pending.message)].append(pending.job_id)
-    for (reason, message), job_ids in by_explanation.items():
-        for start in range(0, len(job_ids), 2000):
-            Job.objects.filter(pk__in=job_ids[start : start + 2000], state=JobState.PENDING.value).update(
-                explanation={"blocking": reason, "summary": message, "checked_at": now}
-            )
+    # Pending jobs' explanations: explanations_refresh, right after this step.
     result.pending = len(decisions.pending)
     JobEvent.objects.bulk_create(events, batch_size=1000)
 

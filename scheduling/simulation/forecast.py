@@ -32,7 +32,7 @@ from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger, cohort_of
 
 DEFAULT_HORIZON_S = 7 * 24 * 3600.0
-INITIAL_CAP = 8
+INITIAL_CAP = 2
 """Jobs of one (queue, shape) passed to a cycle at first; four times more while they all start."""
 
 
@@ -93,12 +93,14 @@ class _Forward:
         self.config = replace(snapshot.config, preemption_enabled=False)
         self.starts: dict[int, float | None] = {job.id: None for job in snapshot.pending}
         self.running: dict[int, Job] = {}
+        self.last_caps: dict[tuple, int] = {}
         self.events: list[tuple[float, int]] = []
         """(time, job id) of ends; job id -1 marks a wake-up (a backoff ends)."""
         self.fleet = FleetState(snapshot.nodes, snapshot.topology, topology_aware=snapshot.config.topology_aware)
         for job in snapshot.admitted:
             job = job if job.are_pods_ready else replace(job, are_pods_ready=True)
-            self._hold(job, since=job.started_at or job.admitted_at or snapshot.now)
+            since = job.started_at if job.started_at is not None else job.admitted_at
+            self._hold(job, since=snapshot.now if since is None else since)
         self.ledger = QuotaLedger(snapshot.queues, self.running.values())
         by_queue: dict[str, list[Job]] = {}
         for job in snapshot.pending:
@@ -276,13 +278,15 @@ class _Forward:
     # -- one cycle --------------------------------------------------------------------------------
 
     def _cycle(self, t: float) -> None:
-        """One cycle over the jobs that can matter; passed again with more jobs while a shape may have been cut short."""
-        admissible = self._admissible(t)
-        if not any(any(by_key.values()) for by_key in admissible.values()):
-            return  # nothing may start: the cycle would admit nothing
-        self.free_gpus = sum(max(0, f) for i, f in enumerate(self.fleet.free) if self.fleet.is_schedulable[i])
-        caps: dict[tuple, int] = {}
+        """A cycle over the jobs that can matter. When every passed job of some shape started, more of that shape
+        might have: those admissions stand and another cycle follows at the same instant with more of them passed,
+        as the next reconcile pass would a few seconds later."""
+        caps: dict[tuple, int] = dict(self.last_caps)
         while True:
+            admissible = self._admissible(t)
+            if not any(any(by_key.values()) for by_key in admissible.values()):
+                break  # nothing may start: a cycle would admit nothing
+            self.free_gpus = sum(max(0, f) for i, f in enumerate(self.fleet.free) if self.fleet.is_schedulable[i])
             self.passed: dict[str, dict] = {}
             pending = self._candidates(t, admissible, caps)
             self.cycles += 1
@@ -291,7 +295,7 @@ class _Forward:
                 topology=self.snapshot.topology,
                 nodes=self.snapshot.nodes,
                 queues=self.snapshot.queues,
-                admitted=tuple(self.running.values()),
+                admitted=tuple(self.running.values()),  # the same objects every cycle: the core applies only changes
                 pending=tuple(pending),
                 historical_usage=self.usage,
                 config=self.config,
@@ -299,20 +303,21 @@ class _Forward:
             result = run_admission_cycle(snapshot)
             admitted = {a.job_id for a in result.admissions}
             grow = self._truncated_and_all_admitted(admitted)
+            by_id = {job.id: job for job in pending}
+            for admission in result.admissions:
+                job = by_id[admission.job_id]
+                self.starts[job.id] = t
+                line = self.lines[job.queue]
+                line.started.add(line.position[job.id])
+                started = replace(job, state=JobState.RUNNING, placement=admission.placement, admitted_at=t,
+                                  started_at=t, are_pods_ready=True)
+                self._hold(started, since=t)
+                self.ledger.add(started)
             if not grow:
                 break
             for name_key in grow:
                 caps[name_key] = caps.get(name_key, INITIAL_CAP) * 4
-        by_id = {job.id: job for job in pending}
-        for admission in result.admissions:
-            job = by_id[admission.job_id]
-            self.starts[job.id] = t
-            line = self.lines[job.queue]
-            line.started.add(line.position[job.id])
-            started = replace(job, state=JobState.RUNNING, placement=admission.placement, admitted_at=t, started_at=t,
-                              are_pods_ready=True)
-            self._hold(started, since=t)
-            self.ledger.add(started)
+        self.last_caps = {k: v for k, v in caps.items() if v > INITIAL_CAP}
 
 
 # --- what-if ---------------------------------------------------------------------------------------

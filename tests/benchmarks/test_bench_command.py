@@ -35,3 +35,11 @@ def test_fragmentation_compares_three_placers_on_one_stream():
 def test_a_nonsense_size_is_a_clear_error():
     with pytest.raises(CommandError, match="--nodes must be at least 1"):
         call_command("bench", "cycle", "--nodes", "0")
+
+
+def test_explain_and_estimate_report_their_times_against_the_targets():
+    explain = bench("explain", "--nodes", "32", "--pending", "300", "--queues", "3", "--repeats", "1")
+    assert explain["explained"] == explain["pending"] and explain["best_ms"] >= 0 and explain["target_ms"] == 1000
+    estimate = bench("estimate", "--nodes", "32", "--pending", "300", "--queues", "3")
+    assert estimate["estimated_within_horizon"] + estimate["beyond_horizon"] == estimate["pending"]
+    assert estimate["wall_s"] >= 0 and estimate["target_s"] == 10

@@ -184,7 +184,9 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
     assert plan.teams_affected == ["language"]
     assert list(plan.victims.values_list("id", flat=True)) == [borrower.pk]
     owner.refresh_from_db()
-    assert owner.explanation["blocking"] == "awaiting_approval"
+    assert owner.explanation["blocking"] == "quota" and owner.explanation["quota"]["limit"] == "lent_out"
+    preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
+    assert preempt["needs_approval"] and preempt["jobs"] == [borrower.pk] and "awaiting an admin's approval" in preempt["detail"]
 
     admission_cycle_run(now=T0 + 5)  # the same plan again: still one open plan
     assert PreemptionPlan.objects.filter(job=owner).count() == 1

@@ -136,3 +136,17 @@ def test_an_admin_approves_a_plan_on_the_preemptions_page(browser_as, org):
     plan.refresh_from_db()
     assert plan.status == "approved" and plan.decided_by == org["admin"]
     assert b"Approve" not in browser_as("vision-lead").get("/preemptions/").content
+
+
+def test_the_fleet_heatmap_has_a_cell_per_node_and_greys_out_unavailable_ones(fleet):
+    from scheduling.models import Node
+    from scheduling.selectors import fleet_summary
+
+    Node.objects.filter(name="gpu-r1-n1").update(is_unschedulable=True)
+    Node.objects.filter(name="gpu-r2-n2").update(allocatable_gpus=6)
+    heatmap = fleet_summary().heatmap
+    assert len(heatmap["y"]) == 2 and len(heatmap["x"]) == 4
+    rack1, rack2 = heatmap["z"]
+    assert rack1 == [-1, 8, 8, 8]
+    assert rack2 == [8, 6, 8, 8]
+    assert "2 unhealthy GPUs" in heatmap["text"][1][1]

@@ -1,4 +1,4 @@
-"""`manage.py bench cycle|quality|fragmentation`: benchmarks of the scheduling core, printed as figures."""
+"""`manage.py bench cycle|quality|fragmentation|explain|estimate`: benchmarks of the scheduling core, printed as figures."""
 
 import json
 
@@ -20,7 +20,16 @@ class Command(BaseCommand):
         quality.add_argument("--instances", type=int, default=50)
         fragmentation = sub.add_parser("fragmentation", help="whole free nodes over a job stream: Gangway vs first fit vs random")
         fragmentation.add_argument("--jobs", type=int, default=3000)
-        for p in (cycle, quality, fragmentation):
+        explain = sub.add_parser("explain", help="explanations for the whole pending queue in one pass (target ≤ 1 s)")
+        estimate = sub.add_parser("estimate", help="the forward start estimate of the whole queue (target ≤ 10 s)")
+        for p in (explain, estimate):
+            p.add_argument("--nodes", type=int, default=1250)
+            p.add_argument("--gpus-per-node", type=int, default=8)
+            p.add_argument("--pending", type=int, default=100_000)
+            p.add_argument("--queues", type=int, default=50)
+        explain.add_argument("--repeats", type=int, default=3)
+        estimate.add_argument("--horizon-s", type=float, default=7 * 24 * 3600.0)
+        for p in (cycle, quality, fragmentation, explain, estimate):
             p.add_argument("--seed", type=int, default=1)
             p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -36,6 +45,17 @@ class Command(BaseCommand):
                 nodes=options["nodes"], gpus_per_node=options["gpus_per_node"], pending=options["pending"],
                 queues=options["queues"], repeats=options["repeats"], seed=options["seed"],
             )
+        elif name in ("explain", "estimate"):
+            from scheduling.benchmarks import explain as bench_explain
+
+            for field in ("nodes", "gpus_per_node", "pending", "queues"):
+                if options[field] < 1:
+                    raise CommandError(f"--{field.replace('_', '-')} must be at least 1")
+            sizes = {k: options[k] for k in ("nodes", "gpus_per_node", "pending", "queues", "seed")}
+            if name == "explain":
+                figures = bench_explain.run_explain(repeats=max(1, options["repeats"]), **sizes)
+            else:
+                figures = bench_explain.run_estimate(horizon_s=options["horizon_s"], **sizes)
         elif name == "quality":
             try:
                 from scheduling.benchmarks import quality

@@ -1,0 +1,30 @@
+"""Reads of a pending job's explanation, with its live place in the queue."""
+
+from __future__ import annotations
+
+from django.db.models import Q, Sum
+
+from scheduling.core.model import JobState
+from scheduling.models import Job
+
+AHEAD_SHOWN = 5
+
+
+def job_explanation_get(*, job: Job) -> dict | None:
+    """The stored explanation of a pending job (None otherwise), its `position` read now from the queue's order
+    (priority, then submit time, then id — the job_pending_order index): how many wait ahead, with how many GPUs,
+    and the first few of them."""
+    if job.state != JobState.PENDING.value or not job.explanation:
+        return None
+    explanation = dict(job.explanation)
+    explanation.pop("fingerprint", None)
+    ahead = Job.objects.filter(queue_id=job.queue_id, state=JobState.PENDING.value).filter(
+        Q(priority__gt=job.priority)
+        | Q(priority=job.priority, submitted_at__lt=job.submitted_at)
+        | Q(priority=job.priority, submitted_at=job.submitted_at, id__lt=job.id)
+    )
+    totals = ahead.aggregate(gpus=Sum("gpus"))
+    first = list(ahead.order_by("-priority", "submitted_at", "id").values("id", "gpus", "priority")[:AHEAD_SHOWN])
+    count = ahead.count() if len(first) == AHEAD_SHOWN else len(first)
+    explanation["position"] = {"in_queue": count + 1, "ahead": first, "gpus_ahead": totals["gpus"] or 0}
+    return explanation

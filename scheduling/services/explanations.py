@@ -1,0 +1,221 @@
+"""Explanations and start estimates of pending jobs (stored in Job.explanation), and quota what-if previews (saved nowhere)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from dataclasses import replace
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+
+from scheduling.cluster.base import Cluster
+from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.explain import PassExplanations, explain_pending, iso
+from scheduling.core.model import CycleResult, JobState, Queue, Quota, Snapshot
+from scheduling.models import Job, Team
+from scheduling.models import Queue as QueueRow
+from scheduling.permissions import can_edit_team_queues, is_admin
+from scheduling.services.common import Errors
+from scheduling.services.org import _clean_allotments
+from scheduling.services.queues import UNSET, _check_allotments, _clean_quotas, _clean_settings
+from scheduling.simulation.forecast import what_if
+from scheduling.snapshots import snapshot_build
+
+WRITE_CHUNK = 2000
+
+
+def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: float) -> int:
+    """Store the explanation of every pending job the pass considered; returns how many rows were written.
+
+    Computed once per distinct shape. A row is rewritten when its blocking level changed, when it has none
+    yet, or when its explanation changed and is older than GANGWAY_EXPLAIN_REFRESH_S: 100,000 pending jobs
+    then cost a few UPDATEs per pass, not 100,000 rewrites. The stored start estimate is kept.
+    """
+    explained = explain_pending(snapshot, decisions)
+    return _store(explained, now=now, estimates=None, force=False)
+
+
+def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:
+    """Run the core forward from the current state and store each pending job's estimated start (and its explanation)."""
+    from scheduling.simulation.forecast import forecast
+
+    if cluster is None:
+        from scheduling.cluster.registry import get_cluster
+
+        cluster = get_cluster()
+    now = time.time() if now is None else now
+    snapshot, _ = snapshot_build(now=now, cluster=cluster)
+    decisions = run_admission_cycle(snapshot)
+    explained = explain_pending(snapshot, decisions)
+    started = time.perf_counter()
+    result = forecast(snapshot, horizon_s=settings.GANGWAY_ESTIMATE_HORIZON_S)
+    estimates = {job_id: result.starts.get(job_id) for job_id in explained.by_job}
+    written = _store(explained, now=now, estimates=estimates, force=True)
+    return {
+        "jobs": len(estimates),
+        "within_horizon": sum(1 for v in estimates.values() if v is not None),
+        "written": written,
+        "forecast_s": round(time.perf_counter() - started, 3),
+        "cycles": result.cycles,
+    }
+
+
+def _store(explained: PassExplanations, *, now: float, estimates: dict[int, float | None] | None, force: bool) -> int:
+    ids = list(explained.by_job)
+    stored: dict[int, tuple] = {}
+    for start in range(0, len(ids), WRITE_CHUNK):
+        rows = Job.objects.filter(pk__in=ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).values_list(
+            "id", "explanation__fingerprint", "explanation__blocking", "explanation__checked_at",
+            "explanation__estimated_start", "explanation__estimated_at",
+        )
+        stored.update((row[0], row[1:]) for row in rows)
+    stale_before = now - settings.GANGWAY_EXPLAIN_REFRESH_S
+    by_explanation: dict[int, tuple[dict, str]] = {}
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for job_id, explanation in explained.by_job.items():
+        if job_id not in stored:
+            continue  # no longer pending
+        fingerprint_of = by_explanation.get(id(explanation))
+        if fingerprint_of is None:
+            data = explanation.to_dict()
+            fingerprint = hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+            fingerprint_of = by_explanation[id(explanation)] = (data, fingerprint)
+        data, fingerprint = fingerprint_of
+        old_fingerprint, old_blocking, checked_at, estimated_start, estimated_at = stored[job_id]
+        if estimates is not None:
+            estimated_start, estimated_at = iso(estimates.get(job_id)), iso(now)
+        elif not force:
+            if old_fingerprint == fingerprint:
+                continue
+            if old_fingerprint is not None and old_blocking == data["blocking"] and (checked_at or 0) >= stale_before:
+                continue
+        groups[(id(explanation), estimated_start, estimated_at)].append(job_id)
+    written = 0
+    for (explanation_id, estimated_start, estimated_at), job_ids in groups.items():
+        data, fingerprint = by_explanation[explanation_id]
+        value = {**data, "fingerprint": fingerprint, "checked_at": now, "estimated_start": estimated_start,
+                 "estimated_at": estimated_at}
+        for start in range(0, len(job_ids), WRITE_CHUNK):
+            written += Job.objects.filter(pk__in=job_ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).update(
+                explanation=value
+            )
+    return written
+
+
+# --- what-if previews: computed on the current state, nothing saved -------------------------------------------
+
+
+def queue_quota_preview(
+    *, actor, queue_name: str, cohort_name=UNSET, weight=UNSET, strategy=UNSET, preemption_policy=UNSET,
+    quotas: dict | None = None, now: float | None = None, cluster: Cluster | None = None,
+) -> dict:
+    """What `queue_update` with these arguments would do to waits: per team before vs after, the queue's pending jobs'
+    estimated starts, and the running jobs of other teams that would become reclaimable. Same permissions and
+    validation as `queue_update`; nothing is written."""
+    row = QueueRow.objects.select_related("team").filter(name=queue_name).first()
+    if row is None:
+        raise QueueRow.DoesNotExist(queue_name)
+    if not can_edit_team_queues(actor, row.team_id):
+        raise PermissionDenied(f"only a lead of {row.team.name} or an admin previews changes to its queues")
+    errors = Errors()
+    _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
+    clean = _clean_quotas(errors, quotas) if quotas is not None else {}
+    _check_allotments(errors, team=row.team, queue=row, quotas=clean)
+    errors.raise_if_any()
+
+    def change(current: Queue) -> Queue:
+        changes: dict = {}
+        if cohort_name is not UNSET:
+            changes["cohort"] = cohort_name or None
+        if weight is not UNSET:
+            changes["weight"] = float(weight)
+        if strategy is not UNSET:
+            changes["strategy"] = type(current.strategy)(strategy)
+        if preemption_policy is not UNSET:
+            changes["preemption"] = type(current.preemption)(preemption_policy)
+        if clean:
+            merged = dict(current.quotas)
+            merged.update({flavor.name: Quota(**quota) for flavor, quota in clean.items()})
+            changes["quotas"] = merged
+        return replace(current, **changes)
+
+    return _preview(lambda queues: {queue_name: change(queues[queue_name])}, now=now, cluster=cluster,
+                    subject={"queue": queue_name})
+
+
+def team_allotment_preview(*, actor, team_name: str, allotments: dict, now: float | None = None,
+                           cluster: Cluster | None = None) -> dict:
+    """Admins: the effect of a new allotment, assuming the team's queues' nominal quotas of each changed flavor are
+    scaled to fill it in proportion to their current nominal quotas (split evenly when they have none)."""
+    if not is_admin(actor):
+        raise PermissionDenied("only admins preview allotment changes")
+    team = Team.objects.filter(name=team_name).first()
+    if team is None:
+        raise Team.DoesNotExist(team_name)
+    errors = Errors()
+    clean = _clean_allotments(errors, allotments)
+    errors.raise_if_any()
+    names = sorted(QueueRow.objects.filter(team=team).values_list("name", flat=True))
+
+    def change(queues: dict[str, Queue]) -> dict[str, Queue]:
+        changed = {name: queues[name] for name in names if name in queues}
+        for flavor, gpus in clean.items():
+            holders = [name for name in changed if flavor.name in changed[name].quotas] or list(changed)
+            if not holders:
+                continue
+            current = {name: changed[name].quotas.get(flavor.name, Quota(0)).nominal for name in holders}
+            total = sum(current.values())
+            shares = _split(gpus, [current[n] if total else 1 for n in holders])
+            for name, nominal in zip(holders, shares):
+                old = changed[name].quotas.get(flavor.name, Quota(0))
+                lending = None if old.lending_limit is None else min(old.lending_limit, nominal)
+                quotas = dict(changed[name].quotas)
+                quotas[flavor.name] = Quota(nominal, old.borrowing_limit, lending)
+                changed[name] = replace(changed[name], quotas=quotas)
+        return changed
+
+    result = _preview(change, now=now, cluster=cluster, subject={"team": team_name})
+    result["assumption"] = ("the team's queues' nominal quotas of each changed flavor are scaled to the new allotment "
+                            "in proportion to their current nominal quotas")
+    return result
+
+
+def _split(total: int, weights: list[int]) -> list[int]:
+    """`total` in integer parts proportional to `weights` (largest remainders)."""
+    weight_sum = sum(weights) or 1
+    raw = [total * w / weight_sum for w in weights]
+    parts = [int(r) for r in raw]
+    for i in sorted(range(len(raw)), key=lambda i: -(raw[i] - parts[i]))[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+def _preview(changes, *, now: float | None, cluster: Cluster | None, subject: dict) -> dict:
+    if cluster is None:
+        from scheduling.cluster.registry import get_cluster
+
+        cluster = get_cluster()
+    now = time.time() if now is None else now
+    with transaction.atomic():
+        snapshot, _ = snapshot_build(now=now, cluster=cluster)
+        transaction.set_rollback(True)  # a preview reads; should anything write, it is undone
+    changed = changes(dict(snapshot.queues))
+    result = what_if(snapshot, changed, horizon_s=settings.GANGWAY_ESTIMATE_HORIZON_S).to_dict()
+    for job in result["jobs"]:
+        job["estimated_start_before"] = iso(job["estimated_start_before"])
+        job["estimated_start_after"] = iso(job["estimated_start_after"])
+    result["now"] = iso(now)
+    result["proposed"] = {
+        name: {
+            "cohort": queue.cohort, "weight": queue.weight, "strategy": queue.strategy.value,
+            "preemption_policy": queue.preemption.value,
+            "quotas": {f: {"nominal": q.nominal, "borrowing_limit": q.borrowing_limit, "lending_limit": q.lending_limit}
+                       for f, q in sorted(queue.quotas.items())},
+        }
+        for name, queue in sorted(changed.items())
+    }
+    return {**subject, **result, "saved": False}
