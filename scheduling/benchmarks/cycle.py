@@ -14,7 +14,7 @@ from scheduling.core.model import JobState, SchedulerConfig, Snapshot
 def run(*, nodes: int, gpus_per_node: int, pending: int, queues: int, repeats: int, seed: int = 1) -> dict:
     fleet = synthetic.fleet(nodes, gpus_per_node)
     queue_map = synthetic.queues(queues, nodes * gpus_per_node)
-    stream = synthetic.jobs(pending, sorted(queue_map), seed=seed)
+    stream = synthetic.as_snapshot_lists_them(synthetic.jobs(pending, sorted(queue_map), seed=seed))
     results = {}
     for name, config in (("gangway", SchedulerConfig()), ("baseline", SchedulerConfig(topology_aware=False, preemption_enabled=False))):
         empty = Snapshot(now=0.0, topology=synthetic.TOPOLOGY, nodes=fleet, queues=queue_map, admitted=(), pending=tuple(stream), config=config)

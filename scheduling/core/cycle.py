@@ -12,11 +12,12 @@ from scheduling.core.model import (
     Admission,
     CycleResult,
     Job,
-    Pending,
     PendingReason,
+    PendingVerdicts,
     PlannedPreemption,
     QueueingStrategy,
     Snapshot,
+    Verdict,
 )
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption
@@ -52,20 +53,18 @@ def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
         gc.unfreeze()
 
 
-Blocked = tuple[PendingReason, str]
-"""Why a considered job stays pending; None instead means it was admitted."""
-
-
 @dataclass
 class _Cycle:
     snapshot: Snapshot
     admissions: list[Admission] = field(default_factory=list)
     preemptions: list[PlannedPreemption] = field(default_factory=list)
-    pending: list[Pending] = field(default_factory=list)
+    pending: PendingVerdicts = field(default_factory=PendingVerdicts)
 
     def __post_init__(self) -> None:
         self.config = self.snapshot.config
         self.evictions = []
+        threshold = self.config.starvation_after_s
+        self.starving_before = float("-inf") if threshold is None else self.snapshot.now - threshold
 
     # 1 ---------------------------------------------------------------------------------------
     def evict_gangs_not_ready(self) -> None:
@@ -107,7 +106,7 @@ class _Cycle:
         for name in self.by_queue:
             if name not in queues:
                 for job in self.by_queue[name]:
-                    self.pending.append(Pending(job.id, PendingReason.QUOTA, f"queue {name} does not exist"))
+                    self.pending.add(job.id, (PendingReason.QUOTA, f"queue {name} does not exist"))
         while heap:
             _, name = heapq.heappop(heap)
             self.last_admitted = False
@@ -121,37 +120,67 @@ class _Cycle:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
         jobs = self.by_queue[queue_name]
         strict = self.snapshot.queues[queue_name].strategy is QueueingStrategy.STRICT_FIFO
-        pending, known_failures, consider = self.pending, self.known_failures, self.consider
-        now, position, end = self.snapshot.now, self.cursor[queue_name], len(jobs)
+        position, end = self.cursor[queue_name], len(jobs)
         while position < end:
+            if not strict and queue_name in self.preempting_queues:
+                position = self.skip_known_failures(jobs, position)
+                if position == end:
+                    break
             job = jobs[position]
             position += 1
-            # The hot path over 100,000 jobs: a known failure, once this queue has had its chance to preempt.
-            blocked = None
-            if job.backoff_until is None or job.backoff_until <= now:
-                blocked = known_failures.get((job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations))
-            if blocked is None or job.queue not in self.preempting_queues:
-                self.cursor[queue_name] = position
-                blocked = consider(job)
+            self.cursor[queue_name] = position
+            blocked = self.consider(job)
             if blocked is None:
-                self.cursor[queue_name] = position
                 self.last_admitted = True
                 return
-            pending.append(Pending(job.id, *blocked))
-            if strict and blocked[0] is not PendingReason.BACKOFF:
-                self.cursor[queue_name] = position
+            self.pending.add(job.id, blocked)
+            if blocked[0] is not PendingReason.BACKOFF and (strict or self.is_starving(job)):
                 self.block_rest_of_queue(queue_name, job)
                 return
         self.cursor[queue_name] = position
 
+    def is_starving(self, job: Job) -> bool:
+        """Waited past the starvation threshold, and small enough to start on its queue's nominal quota."""
+        if job.submitted_at > self.starving_before:
+            return False
+        quota = self.snapshot.queues[job.queue].quotas.get(job.flavor)
+        return quota is not None and job.gpus <= quota.nominal
+
+    def skip_known_failures(self, jobs: list[Job], position: int) -> int:
+        """Mark jobs pending while their shape is a known failure; the position of the first that is not.
+
+        The hot path over 100,000 pending jobs, hence the hoisted lookups: once a queue has had its
+        chance to preempt, the rest of it is one dictionary lookup and two appends per job.
+        """
+        get_known, starving_before = self.known_failures.get, self.starving_before
+        add_id, add_verdict = self.pending.adders()
+        end = len(jobs)
+        while position < end:
+            job = jobs[position]
+            if job.backoff_until is not None or job.submitted_at <= starving_before:
+                return position
+            blocked = get_known((job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations))
+            if blocked is None:
+                return position
+            add_id(job.id)
+            add_verdict(blocked)
+            position += 1
+        return position
+
     def block_rest_of_queue(self, queue_name: str, head: Job) -> None:
         jobs = self.by_queue[queue_name]
-        message = f"strict FIFO: waiting behind job {head.id} at the head of queue {queue_name}"
+        if self.snapshot.queues[queue_name].strategy is QueueingStrategy.STRICT_FIFO:
+            message = f"strict FIFO: waiting behind job {head.id} at the head of queue {queue_name}"
+        else:
+            waited_h = (self.snapshot.now - head.submitted_at) / 3600
+            message = (f"waiting behind job {head.id} of queue {queue_name}, which has waited {waited_h:.1f} h "
+                       f"and holds a reservation: later jobs no longer pass it")
+        verdict = (PendingReason.ORDER, message)
         for job in jobs[self.cursor[queue_name] :]:
-            self.pending.append(Pending(job.id, PendingReason.ORDER, message))
+            self.pending.add(job.id, verdict)
         self.cursor[queue_name] = len(jobs)
 
-    def consider(self, job: Job) -> Blocked | None:
+    def consider(self, job: Job) -> Verdict | None:
         now = self.snapshot.now
         if job.backoff_until is not None and job.backoff_until > now:
             return PendingReason.BACKOFF, f"backing off until {job.backoff_until:.0f} after an eviction"
@@ -169,7 +198,7 @@ class _Cycle:
             return known
         return self.try_preemption(job, *known)
 
-    def check_quota_and_fit(self, job: Job) -> Blocked | None:
+    def check_quota_and_fit(self, job: Job) -> Verdict | None:
         """Admit the job if it passes quota and placement; else the reason, with its message."""
         quota_key = (job.queue, job.flavor, job.gpus)
         message = self.quota_failures.get(quota_key)
@@ -191,7 +220,7 @@ class _Cycle:
         return None
 
     # 5 ---------------------------------------------------------------------------------------
-    def try_preemption(self, job: Job, reason: PendingReason, message: str) -> Blocked | None:
+    def try_preemption(self, job: Job, reason: PendingReason, message: str) -> Verdict | None:
         # Like Kueue, only a queue's first blocked job may preempt in a cycle: planning is the
         # expensive step, and the jobs behind it are served by the next cycle.
         self.preempting_queues.add(job.queue)
@@ -252,7 +281,7 @@ class _Cycle:
             admissions=tuple(self.admissions),
             preemptions=tuple(self.preemptions),
             evictions=tuple(self.evictions),
-            pending=tuple(self.pending),
+            pending=self.pending,
         )
 
 

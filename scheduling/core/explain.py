@@ -14,7 +14,8 @@ Each level asks one question of the state a pending job faces after the cycle:
    (allocatable below capacity, or Ready with none) block: they are named.
 
 `blocking` is the first level that blocks; the facts of every level are given anyway. A job that
-passes all four waits for its turn (`order`: strict FIFO, backoff) or starts on the next pass (None).
+passes all four waits for its turn (`order`: strict FIFO, a starving job's reservation, backoff) or starts on
+the next pass (None).
 
 Fixes are ranked by displacement — GPU-hours other tenants lose, then teams affected: wait (cost 0),
 borrow (a changed borrowing limit), uncordon / tolerate / repair the nodes, defragment (requeue small
@@ -406,16 +407,25 @@ class Explainer:
         borrowers = self._borrowers(queue, job.flavor)
         lent_out = 0
         message = "" if check.fits else check.message(job.queue)
-        if check.limit == QuotaLimit.LENT_OUT:
-            unused_nominal = max(0, check.nominal - check.used)
+        unused_nominal = max(0, check.nominal - check.used)
+        if check.limit in (QuotaLimit.LENT_OUT, QuotaLimit.COHORT_EXHAUSTED):
             lent_out = max(0, unused_nominal - check.room)
-            who = ", ".join(f"{name} borrows {gpus}" for name, gpus in borrowers[:3]) or "other queues"
-            if len(borrowers) > 3:
-                who += ", …"
+        who = ", ".join(f"{name} borrows {gpus}" for name, gpus in borrowers[:3]) or "other queues"
+        if len(borrowers) > 3:
+            who += ", …"
+        if check.limit == QuotaLimit.LENT_OUT:
             message = (
                 f"needs {check.requested} {job.flavor} GPUs within queue {job.queue}'s nominal quota {check.nominal} "
                 f"({check.used} in use, {unused_nominal} unused); {lent_out} of it is lent out to the cohort "
                 f"({who}) and reclaimable by preemption → {check.short_by} short now"
+            )
+        elif check.limit == QuotaLimit.COHORT_EXHAUSTED and lent_out:
+            beyond = check.used + check.requested - check.nominal
+            message = (
+                f"needs {check.requested} {job.flavor} GPUs, {beyond} beyond queue {job.queue}'s nominal quota "
+                f"{check.nominal} ({check.used} in use), and the cohort has {check.cohort_can_lend} to lend; "
+                f"{lent_out} of the queue's unused nominal is lent out ({who}), reclaimable only by a job that "
+                f"fits within nominal → {check.short_by} short now"
             )
         elif check.fits:
             message = (
@@ -842,16 +852,17 @@ class Explainer:
 
     def _summary(self, job, blocking, quota: QuotaFacts, fit: FitFacts, nodes: NodeFacts, health: HealthFacts,
                  order: str, never: bool) -> str:
+        # `blocking` names the level; the summary is the sentence a person reads after it.
         if blocking == Level.QUOTA:
-            text = f"quota: {quota.message}"
+            text = quota.message
         elif blocking == Level.FIT:
-            text = f"fit: {fit.message}"
+            text = fit.message
         elif blocking == Level.NODES:
-            text = f"nodes: the flavor has room, but {nodes.message}"
+            text = f"the flavor has room, but {nodes.message}"
         elif blocking == Level.HEALTH:
-            text = f"health: it would fit if every device were healthy; {health.message}"
+            text = f"it would fit if every device were healthy; {health.message}"
         elif blocking == Level.ORDER:
-            text = f"order: it would fit now, but {order}"
+            text = f"it would fit now, but {order}"
         else:
             text = "fits quota and placement now: starts on the next pass"
         if never:

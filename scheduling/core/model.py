@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from typing import Mapping, NamedTuple
 
 FLEET = "fleet"
@@ -206,6 +207,11 @@ class SchedulerConfig:
     """False gives the naive baseline: first fit over all nodes, no domains, no best fit."""
     preemption_enabled: bool = True
     max_preemption_plans_per_cycle: int = 8
+    starvation_after_s: float | None = 3600.0
+    """A job pending this long, whose size its queue's nominal quota could hold, gets a reservation
+    (Volcano's sla-waiting-time): later jobs of its queue stop passing it, so the queue's own usage
+    drains until the job can reclaim its nominal quota. Without it a best-effort FIFO queue's big
+    job starves behind its own stream of small ones. None turns it off (plain best-effort FIFO)."""
     """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest
     fair share first; the others plan in later cycles."""
 
@@ -281,6 +287,52 @@ class Pending(NamedTuple):
     message: str
 
 
+Verdict = tuple[PendingReason, str]
+"""Why a job stays pending: shared by every job of one shape, so a cycle makes few of them."""
+
+
+class PendingVerdicts(Sequence[Pending]):
+    """The cycle's pending jobs and their verdicts, as two parallel lists.
+
+    A cycle leaves up to 100,000 jobs pending each pass; appending an id and a shared verdict
+    costs a third of building a `Pending` per job, and most readers only count them.
+    """
+
+    __slots__ = ("_ids", "_verdicts")
+
+    def __init__(self) -> None:
+        self._ids: list[int] = []
+        self._verdicts: list[Verdict] = []
+
+    def add(self, job_id: int, verdict: Verdict) -> None:
+        self._ids.append(job_id)
+        self._verdicts.append(verdict)
+
+    def adders(self):
+        """The two bound `append`s, for hot loops that record many jobs."""
+        return self._ids.append, self._verdicts.append
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return Pending(self._ids[index], *self._verdicts[index])
+
+    def __iter__(self) -> Iterator[Pending]:
+        for job_id, verdict in zip(self._ids, self._verdicts):
+            yield Pending(job_id, *verdict)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PendingVerdicts):
+            return self._ids == other._ids and self._verdicts == other._verdicts
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"PendingVerdicts({len(self)} jobs)"
+
+
 @dataclass(frozen=True, slots=True)
 class Eviction:
     job_id: int
@@ -295,5 +347,5 @@ class CycleResult:
     """Plans made this cycle: executed ones are those whose victims appear in `admissions`."""
     evictions: tuple[Eviction, ...] = ()
     """Gangs not ready in time: back to pending with backoff."""
-    pending: tuple[Pending, ...] = ()
-    """One entry per pending job the cycle considered and left waiting."""
+    pending: Sequence[Pending] = ()
+    """One entry per pending job the cycle considered and left waiting (a `PendingVerdicts`)."""

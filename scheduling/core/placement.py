@@ -160,15 +160,26 @@ class FleetState:
         self._shift(i, +gpus)
 
     def _shift(self, i: int, delta: int) -> None:
-        if self.is_schedulable[i]:
-            states = self._states
-            for k in self._node_domain_ix[i]:
-                self._count(states[k], i, -1)
-            self.free[i] += delta
-            for k in self._node_domain_ix[i]:
-                self._count(states[k], i, +1)
-        else:
-            self.free[i] += delta
+        # The hot path of every admission and release: one histogram move per domain holding the node
+        # (it was counted there when the state was built, as every schedulable node is).
+        before = self.free[i]
+        after = self.free[i] = before + delta
+        if not self.is_schedulable[i]:
+            return
+        c = self.node_class[i]
+        top = self.class_width[c]
+        allocatable = self.nodes[i].allocatable_gpus
+        was, now = min(max(before, 0), top), min(max(after, 0), top)
+        whole = (allocatable > 0 and after == allocatable) - (allocatable > 0 and before == allocatable)
+        states = self._states
+        for k in self._node_domain_ix[i]:
+            state = states[k]
+            histogram = state.histograms[c]
+            histogram[was] -= 1
+            histogram[now] += 1
+            state.free_gpus[c] += now - was
+            if whole:
+                state.whole_nodes[c] += whole
 
     def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):

@@ -13,9 +13,14 @@ that can matter): without preemption and with every gang ready, a cycle only tak
 checks and gang fits are monotone (less free capacity never makes a failed check pass). So a job whose
 (queue, shape) fails quota or placement at the start of a cycle fails throughout it, and is left out —
 except where it steers the cycle: each queue's head and the job right after every job that may be
-admitted (the fair-share key re-ranks a queue by the job at its cursor), and, in a strict FIFO queue,
-every job up to its first blocked one. Of one (queue, shape) at most free GPUs ÷ gang GPUs can start,
-so only that many are passed. The cycle then admits exactly what the full cycle would.
+admitted (the fair-share key re-ranks a queue by the job at its cursor), in a strict FIFO queue every
+job up to its first blocked one, and in a best-effort queue every job that may take a starvation
+reservation, up to the first that surely cannot start. Of each (queue, shape) that may start, the first
+two waiting jobs are passed; when all of them start, those admissions stand and another cycle follows at
+the same instant with four times as many passed, as the next reconcile pass would a few seconds later.
+So the forecast gives the full cycle's answer, except at an instant where more jobs of one (queue, shape)
+start than were passed: there a job of another shape may go first (the live pass, which reads a capped
+number of pending jobs per queue, behaves the same way).
 """
 
 from __future__ import annotations
@@ -66,11 +71,17 @@ class _QueueLine:
     started: set[int] = field(default_factory=set)
     """Positions of jobs already admitted."""
     position: dict[int, int] = field(default_factory=dict)
+    bands: dict[tuple, list[int]] = field(default_factory=dict)
+    """Per shape: where each priority level begins in `by_key[shape]`."""
 
     def __post_init__(self) -> None:
         sort_queue(self.jobs)
         for i, job in enumerate(self.jobs):
-            self.by_key.setdefault(_key(job), []).append(i)
+            key = _key(job)
+            positions = self.by_key.setdefault(key, [])
+            if not positions or self.jobs[positions[-1]].priority != job.priority:
+                self.bands.setdefault(key, []).append(len(positions))
+            positions.append(i)
             self.position[job.id] = i
         self.cursor = dict.fromkeys(self.by_key, 0)
 
@@ -200,12 +211,42 @@ class _Forward:
         head = line.next_waiting(0)
         if head is not None:
             picked.add(head)
+        picked.update(self._reservations(line, admissible, t))
         for i in list(picked):
             after = line.next_waiting(i + 1)
             if after is not None and not admissible.get(_key(line.jobs[after]), False):
                 picked.add(after)
         self.passed[name] = passed_upto
         return picked
+
+    def _reservations(self, line: _QueueLine, admissible: dict[tuple, bool], t: float) -> list[int]:
+        """The first job that may take a reservation (SchedulerConfig.starvation_after_s) and surely cannot
+        start: it blocks the rest of its queue, in the full cycle as in this one. Starving jobs whose shape
+        may start are passed, or not, like any other job of their shape."""
+        threshold = self.config.starvation_after_s
+        if threshold is None:
+            return []
+        starving_before, quotas = t - threshold, line.queue.quotas
+        first = None
+        for key, may_start in admissible.items():
+            if may_start:
+                continue
+            positions = line.by_key[key]
+            quota = quotas.get(key[0])
+            if quota is None or line.jobs[positions[0]].gpus > quota.nominal:
+                continue
+            bands = line.bands[key]
+            for start, end in zip(bands, [*bands[1:], len(positions)]):
+                # Within one priority level a shape's jobs are in submit order: the starving ones lead it.
+                for k in range(max(start, line.cursor[key]), end):
+                    i = positions[k]
+                    job = line.jobs[i]
+                    if (first is not None and i >= first) or job.submitted_at > starving_before:
+                        break
+                    if i not in line.started and (job.backoff_until is None or job.backoff_until <= t):
+                        first = i
+                        break
+        return [] if first is None else [first]
 
     def _extend(self, line: _QueueLine, key: tuple, passed_upto: dict, t: float, *, count: int) -> list[int]:
         """The first `count` waiting jobs of `key` that are not backing off (and those backing off among them)."""

@@ -121,7 +121,7 @@ POLICIES: dict[str, Policy] = {
     ),
     "kueue-like": Policy(
         "kueue-like",
-        config=SchedulerConfig(topology_aware=False, preemption_enabled=False),
+        config=SchedulerConfig(topology_aware=False, preemption_enabled=False, starvation_after_s=None),
         description="one cohort with borrowing, best-effort FIFO, first-fit placement, no preemption",
     ),
     "gangway": Policy(
@@ -135,7 +135,7 @@ POLICIES: dict[str, Policy] = {
     ),
     "sjf-oracle": Policy(
         "sjf-oracle",
-        config=SchedulerConfig(preemption_enabled=False),
+        config=SchedulerConfig(preemption_enabled=False, starvation_after_s=None),
         single_queue=True,
         oracle=True,
         description="clairvoyant shortest-job-first in one queue over the whole fleet (reference only)",

@@ -28,6 +28,9 @@ def test_higher_priority_goes_first_then_fifo():
     assert admitted_ids(result) == [1]
 
 
+STILL_FRESH = 600.0
+"""A `now` at which jobs submitted at t≈1 have waited less than the starvation threshold."""
+
 STRATEGIES = [
     pytest.param(QueueingStrategy.BEST_EFFORT_FIFO, [2], PendingReason.FIT, id="best-effort FIFO lets a later job that fits pass a blocked head"),
     pytest.param(QueueingStrategy.STRICT_FIFO, [], PendingReason.ORDER, id="strict FIFO holds every job behind a blocked head"),
@@ -39,7 +42,7 @@ def test_queueing_strategy(strategy, admitted, second_reason):
     nodes = rack_fleet(racks=1, nodes=2)
     head = a_gang(4, 8).id(1).submitted(1)
     small = a_gang(1, 8).id(2).submitted(2)
-    result = run_admission_cycle(snapshot(nodes, [queue("q", 64, strategy=strategy)], pending=[head, small]))
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 64, strategy=strategy)], pending=[head, small], now=STILL_FRESH))
     assert admitted_ids(result) == admitted
     assert reasons(result)[1] is PendingReason.FIT
     if not admitted:
@@ -50,9 +53,35 @@ def test_a_gang_that_does_not_fit_waits_while_smaller_jobs_run():
     nodes = rack_fleet(racks=2, nodes=2)
     big = a_gang(8, 8).id(1).submitted(1)
     smalls = [a_gang(1, 8).id(i).submitted(i) for i in (2, 3)]
-    result = run_admission_cycle(snapshot(nodes, [queue("q", 64)], pending=[big, *smalls]))
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 64)], pending=[big, *smalls], now=STILL_FRESH))
     assert admitted_ids(result) == [2, 3]
     assert reasons(result) == {1: PendingReason.FIT}
+
+
+STARVATION = [
+    pytest.param(a_gang(4, 8), SchedulerConfig(), [], PendingReason.ORDER,
+                 id="a head that waited past the threshold and fits its nominal quota stops later jobs passing it"),
+    pytest.param(a_gang(4, 8), SchedulerConfig(starvation_after_s=None), [2], PendingReason.QUOTA,
+                 id="with the threshold off, a starving head is passed as in plain best-effort FIFO"),
+    pytest.param(a_gang(9, 8), SchedulerConfig(), [2], PendingReason.QUOTA,
+                 id="a head larger than its queue's nominal quota gets no reservation: it can only ever borrow"),
+]
+
+
+@pytest.mark.parametrize("head, config, admitted, head_reason", STARVATION)
+def test_starving_head_reservation(head, config, admitted, head_reason):
+    nodes = rack_fleet(racks=1, nodes=4)
+    running = a_gang(2, 8).id(9).running_on("b0r0n0", "b0r0n1")
+    small = a_gang(1, 8).id(2).submitted(9_000)
+    snap = snapshot(nodes, [queue("q", 32, cohort=None)], admitted=[running], pending=[head.id(1).submitted(1), small],
+                    now=10_000.0, config=config)
+    result = run_admission_cycle(snap)
+    assert admitted_ids(result) == admitted
+    if head_reason is PendingReason.ORDER:
+        assert reasons(result) == {1: PendingReason.QUOTA, 2: PendingReason.ORDER}
+        assert "waiting behind job 1" in next(p.message for p in result.pending if p.job_id == 2)
+    else:
+        assert reasons(result)[1] is head_reason
 
 
 def test_the_queue_with_the_lowest_share_goes_first():

@@ -26,7 +26,7 @@ def test_quota_names_the_nominal_limit_with_the_numbers():
     e = explained(snap, 7)
     assert e.blocking == "quota"
     assert (e.quota.limit, e.quota.requested, e.quota.nominal, e.quota.used, e.quota.short_by) == ("nominal", 16, 8, 0, 8)
-    assert e.summary.startswith("quota: needs 16 H100 GPUs; queue q has nominal 8, 0 in use")
+    assert e.summary.startswith("needs 16 H100 GPUs; queue q has nominal 8, 0 in use")
     assert e.fit.fits  # the later levels' facts are still given
     assert [f.action for f in e.fixes] == ["raise_quota"]  # waiting never helps: 16 > 8 forever
     assert e.never_fits
@@ -42,6 +42,22 @@ def test_quota_lent_out_says_how_much_of_the_nominal_is_lent_and_reclaimable():
     assert e.blocking == "quota" and e.quota.limit == "lent_out"
     assert e.quota.lent_out == 16 and e.quota.borrowers == (("b", 16),)
     assert "16 of it is lent out to the cohort (b borrows 16) and reclaimable by preemption" in e.quota.message
+
+
+def test_quota_beyond_nominal_with_the_nominal_lent_out_says_both():
+    nodes = rack_fleet(racks=1, nodes=4)
+    borrowers = [a_gang(1, 8).id(i).in_queue("b", team="tb").running_on(f"b0r0n{i}", since=NOW - 60) for i in range(3)]
+    snap = snapshot(nodes, [queue("a", 16, team="ta"), queue("b", 16, team="tb")], admitted=borrowers,
+                    pending=[a_gang(3, 8).id(9).in_queue("a", team="ta")], now=NOW,
+                    config=SchedulerConfig(preemption_enabled=False))
+    e = explained(snap, 9)
+    assert e.blocking == "quota" and e.quota.limit == "cohort_exhausted"
+    assert e.quota.lent_out == 8 and e.quota.short_by == 16
+    assert e.summary == (
+        "needs 24 H100 GPUs, 8 beyond queue a's nominal quota 16 (0 in use), and the cohort has 0 to lend; "
+        "8 of the queue's unused nominal is lent out (b borrows 8), reclaimable only by a job that fits "
+        "within nominal → 16 short now"
+    )
 
 
 def test_fit_with_fragmentation_enough_free_gpus_but_not_enough_whole_nodes():
@@ -163,7 +179,7 @@ def test_fixes_are_ranked_by_cost_and_the_preempt_fix_is_the_cores_plan():
 def test_jobs_of_one_shape_share_one_explanation_and_keep_their_queue_positions():
     nodes = rack_fleet(racks=1, nodes=1)
     running = a_gang(1, 8).id(1).running_on("b0r0n0", since=NOW - 60)
-    pending = [a_gang(1, 8).id(10 + i).submitted(float(i)) for i in range(50)]
+    pending = [a_gang(1, 8).id(10 + i).submitted(NOW - 100 + i) for i in range(50)]
     snap = snapshot(nodes, [queue("q", 64)], admitted=[running], pending=pending, now=NOW)
     out = explain_pending(snap, run_admission_cycle(snap))
     assert len({id(e) for e in out.by_job.values()}) == 1

@@ -66,7 +66,7 @@ def test_why_prints_the_blocking_level_first_then_the_levels_then_the_fixes(busy
     call_command("why", busy["gang"].pk, stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"Job #{busy['gang'].pk} big-gang — 32 H100-80GB GPUs in queue vision-main")
-    assert lines[1].startswith("BLOCKED BY QUOTA: quota: needs 32 H100-80GB GPUs")
+    assert lines[1].startswith("BLOCKED BY QUOTA: needs 32 H100-80GB GPUs")
     levels, fixes = lines.index("Levels:"), next(i for i, l in enumerate(lines) if l.startswith("Fixes"))
     assert levels < fixes
     assert lines[levels + 1].startswith("  ✗ quota:")

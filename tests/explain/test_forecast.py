@@ -7,7 +7,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduling.core.model import Quota
+from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.fairshare import decay_usage
+from scheduling.core.model import JobState, Quota, SchedulerConfig
 from scheduling.simulation.forecast import forecast, what_if
 from tests.core.builders import FLAVOR, QueueingStrategy, a_gang, queue, rack_fleet, snapshot
 
@@ -108,3 +110,82 @@ def test_a_what_if_that_adds_quota_never_makes_the_queues_estimates_later(gangs,
     for job_id, before, after in result.jobs:
         if before is not None:
             assert after is not None and after <= before, (job_id, before, after)
+
+
+def brute_force_starts(snap, horizon_s):
+    """The forecast's definition, without its pruning: a full cycle over every waiting job at every end event."""
+    config = replace(snap.config, preemption_enabled=False)
+    running = {job.id: job for job in snap.admitted}
+    ends = {job.id: job.started_at + job.runtime_limit_s for job in snap.admitted if job.runtime_limit_s is not None}
+    waiting = {job.id: job for job in snap.pending}
+    starts = dict.fromkeys(waiting)
+    usage = dict(snap.historical_usage)
+    t = snap.now
+    while True:
+        for job_id in [j for j, end in ends.items() if end <= t and j in running]:
+            del running[job_id]
+        result = run_admission_cycle(replace(snap, now=t, admitted=tuple(running.values()), pending=tuple(waiting.values()),
+                                             historical_usage=dict(usage), config=config))
+        for admission in result.admissions:
+            job = waiting.pop(admission.job_id)
+            starts[job.id] = t
+            running[job.id] = replace(job, state=JobState.RUNNING, placement=admission.placement, admitted_at=t,
+                                      started_at=t, are_pods_ready=True)
+            if job.runtime_limit_s is not None:
+                ends[job.id] = max(t, t + job.runtime_limit_s)
+        future = [end for j, end in ends.items() if j in running and end > t]
+        if not waiting or not future or min(future) > snap.now + horizon_s:
+            return starts
+        step = min(future) - t
+        in_use = {}
+        for job in running.values():
+            in_use[job.queue] = in_use.get(job.queue, 0) + job.gpus
+        for name in snap.queues:
+            usage[name] = decay_usage(usage.get(name, 0.0), in_use.get(name, 0), step, config.usage_half_life_s)
+        t += step
+
+
+jobs_of_two_queues = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 4), st.sampled_from([4, 8]), st.sampled_from([0, 10]),
+              st.sampled_from([-9000.0, -2000.0, -100.0]), st.sampled_from([600, 3000, 7200])),
+    min_size=1, max_size=12,
+    # At most two jobs per (queue, shape): the forecast passes two of each at first, so it runs full cycles.
+    unique_by=lambda job: job[:4],
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(jobs=jobs_of_two_queues, busy=busy, strict=st.booleans(), starvation=st.sampled_from([None, 3600.0]))
+def test_the_pruned_forecast_starts_every_job_when_full_cycles_would(jobs, busy, strict, starvation):
+    nodes = rack_fleet(racks=2, nodes=2)
+    names = [n.name for n in nodes]
+    running = [
+        limited(a_gang(1, 8).id(100 + i).in_queue("b", team="tb").running_on(names[i], since=0.0), limit)
+        for i, limit in enumerate(busy)
+    ]
+    pending = [
+        limited(a_gang(pods, gpus).id(1 + k).in_queue(name, team=f"t{name}").priority(priority).submitted(NOW + age), limit)
+        for k, (name, pods, gpus, priority, age, limit) in enumerate(jobs)
+    ]
+    strategy = QueueingStrategy.STRICT_FIFO if strict else QueueingStrategy.BEST_EFFORT_FIFO
+    queues = [queue("a", 16, team="ta", strategy=strategy), queue("b", 16, team="tb")]
+    snap = snapshot(nodes, queues, admitted=running, pending=pending, now=NOW,
+                    config=SchedulerConfig(starvation_after_s=starvation))
+    assert forecast(snap, horizon_s=48 * 3600).starts == brute_force_starts(snap, 48 * 3600)
+
+
+def test_a_starving_job_behind_a_younger_urgent_head_holds_back_the_small_job_behind_it():
+    # Queue a: H (priority 10, young, 3 nodes: blocked), S (old, 2 nodes: blocked and starving), L (1 node, fits now).
+    # A full cycle holds L back behind S's reservation; the pruned forecast must pass S to see that.
+    running = [limited(a_gang(1, 8).id(100).in_queue("b", team="tb").running_on("b0r0n0", since=0.0), 3000),
+               limited(a_gang(1, 8).id(101).in_queue("b", team="tb").running_on("b0r0n1", since=0.0), 7200)]
+    pending = [
+        limited(a_gang(3, 8).id(1).in_queue("a", team="ta").priority(10).submitted(NOW - 100), 600),
+        limited(a_gang(2, 8).id(2).in_queue("a", team="ta").submitted(NOW - 9000), 600),
+        limited(a_gang(1, 8).id(3).in_queue("a", team="ta").submitted(NOW - 50), 600),
+    ]
+    queues = [queue("a", 16, team="ta", cohort=None), queue("b", 16, team="tb", cohort=None)]
+    snap = snapshot(rack_fleet(racks=2, nodes=2), queues, admitted=running, pending=pending, now=NOW)
+    starts = forecast(snap, horizon_s=48 * 3600).starts
+    assert starts == brute_force_starts(snap, 48 * 3600)
+    assert starts[3] is not None and starts[3] > NOW
