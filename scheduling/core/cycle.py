@@ -24,6 +24,7 @@ from scheduling.core.preemption import candidate_victims, needs_approval, plan_p
 from scheduling.core.quota import QuotaLedger
 from scheduling.core.readiness import gangs_not_ready
 from scheduling.core.reasons import fit_failure_message
+from scheduling.core.starvation import may_reserve
 
 
 def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
@@ -140,11 +141,13 @@ class _Cycle:
         self.cursor[queue_name] = position
 
     def is_starving(self, job: Job) -> bool:
-        """Waited past the starvation threshold, and small enough to start on its queue's nominal quota."""
+        """Waited past the starvation threshold, small enough to start on its queue's nominal quota, and
+        its queue borrowing no more than the job's size. The reservation drains the queue's own usage;
+        a queue that lives on borrowed capacity would be frozen for a long drain, so it gets none."""
         if job.submitted_at > self.starving_before:
             return False
         quota = self.snapshot.queues[job.queue].quotas.get(job.flavor)
-        return quota is not None and job.gpus <= quota.nominal
+        return quota is not None and may_reserve(job, quota, self.ledger.usage(job.queue, job.flavor))
 
     def skip_known_failures(self, jobs: list[Job], position: int) -> int:
         """Mark jobs pending while their shape is a known failure; the position of the first that is not.

@@ -35,6 +35,7 @@ from scheduling.core.fairshare import decay_usage, sort_queue
 from scheduling.core.model import Job, JobState, Queue, QueueingStrategy, Snapshot
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger, cohort_of
+from scheduling.core.starvation import may_reserve
 
 DEFAULT_HORIZON_S = 7 * 24 * 3600.0
 INITIAL_CAP = 2
@@ -220,22 +221,22 @@ class _Forward:
         return picked
 
     def _reservations(self, line: _QueueLine, admissible: dict[tuple, bool], t: float) -> list[int]:
-        """The first job that may take a reservation (SchedulerConfig.starvation_after_s) and surely cannot
-        start: it blocks the rest of its queue, in the full cycle as in this one. Starving jobs whose shape
-        may start are passed, or not, like any other job of their shape."""
+        """Of every shape that surely cannot start, the first job that may take a reservation
+        (SchedulerConfig.starvation_after_s): it blocks the rest of its queue, in the full cycle as in
+        this one. Usage only grows in a forward cycle, so a job that may not reserve at its start never
+        may during it. Starving jobs whose shape may start are passed, or not, like their shape."""
         threshold = self.config.starvation_after_s
         if threshold is None:
             return []
-        starving_before, quotas = t - threshold, line.queue.quotas
-        first = None
+        starving_before, quotas, found = t - threshold, line.queue.quotas, []
         for key, may_start in admissible.items():
-            if may_start:
-                continue
             positions = line.by_key[key]
-            quota = quotas.get(key[0])
-            if quota is None or line.jobs[positions[0]].gpus > quota.nominal:
+            job = line.jobs[positions[0]]
+            quota = quotas.get(job.flavor)
+            if may_start or quota is None or not may_reserve(job, quota, self.ledger.usage(job.queue, job.flavor)):
                 continue
             bands = line.bands[key]
+            first = None
             for start, end in zip(bands, [*bands[1:], len(positions)]):
                 # Within one priority level a shape's jobs are in submit order: the starving ones lead it.
                 for k in range(max(start, line.cursor[key]), end):
@@ -246,7 +247,9 @@ class _Forward:
                     if i not in line.started and (job.backoff_until is None or job.backoff_until <= t):
                         first = i
                         break
-        return [] if first is None else [first]
+            if first is not None:
+                found.append(first)
+        return found
 
     def _extend(self, line: _QueueLine, key: tuple, passed_upto: dict, t: float, *, count: int) -> list[int]:
         """The first `count` waiting jobs of `key` that are not backing off (and those backing off among them)."""

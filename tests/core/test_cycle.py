@@ -77,6 +77,24 @@ def test_starving_head_reservation(head, config, admitted, head_reason):
                     now=10_000.0, config=config)
     result = run_admission_cycle(snap)
     assert admitted_ids(result) == admitted
+    assert_reservation(result, head_reason)
+
+
+def test_a_queue_that_borrows_more_than_its_starving_head_needs_takes_no_reservation():
+    # q (nominal 16) runs 40 GPUs, 24 of them borrowed from idle l: draining that for one 16-GPU job
+    # would freeze q for long, so its small job still passes and the head waits for the cohort.
+    nodes = rack_fleet(racks=1, nodes=6)  # one node left free: the head cannot fit, the small job can
+    running = [a_gang(1, 8).id(20 + i).running_on(f"b0r0n{i}") for i in range(5)]
+    pending = [a_gang(2, 8).id(1).submitted(1), a_gang(1, 8).id(2).submitted(9_000)]
+    lender = queue("l", 48, team="tl")
+    snap = snapshot(nodes, [queue("q", 16), lender], admitted=running, pending=pending, now=10_000.0,
+                    config=SchedulerConfig(preemption_enabled=False))
+    result = run_admission_cycle(snap)
+    assert admitted_ids(result) == [2]
+    assert reasons(result) == {1: PendingReason.FIT}
+
+
+def assert_reservation(result, head_reason):
     if head_reason is PendingReason.ORDER:
         assert reasons(result) == {1: PendingReason.QUOTA, 2: PendingReason.ORDER}
         assert "waiting behind job 1" in next(p.message for p in result.pending if p.job_id == 2)
