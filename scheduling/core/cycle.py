@@ -83,6 +83,7 @@ class _Cycle:
         self.quota_failures: dict[tuple, str] = {}
         self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
         self.preempting_queues: set[str] = set()
+        self.domain_gpus: dict[int, dict[str, int]] = {}
 
     # 3 ---------------------------------------------------------------------------------------
     def order_queues(self) -> None:
@@ -245,6 +246,7 @@ class _Cycle:
             now=self.snapshot.now,
             config=self.config,
             reason=reason,
+            domain_gpus=self.domain_gpus,
         )
         if plan is None:
             return reason, message

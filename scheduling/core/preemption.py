@@ -94,12 +94,20 @@ def plan_preemption(
     now: float,
     config: SchedulerConfig,
     reason: PendingReason,
+    domain_gpus: dict[int, dict[str, int]] | None = None,
 ) -> PreemptionPlan | None:
-    """The cheapest victim set that makes `job` fit quota and one domain, or None. State is left as found."""
+    """The cheapest victim set that makes `job` fit quota and one domain, or None. State is left as found.
+
+    `domain_gpus` (job id → GPUs per domain key) may be shared by the plans of one cycle: a running
+    job's placement does not change while the cycle plans.
+    """
     if not candidates:
         return None
+    if domain_gpus is None:
+        domain_gpus = {}
     scored = sorted(
-        (_Candidate(c, displacement_cost_gpu_hours(c, now, config.restart_overhead_s), _gpus_by_domain(c, fleet)) for c in candidates),
+        (_Candidate(c, displacement_cost_gpu_hours(c, now, config.restart_overhead_s), _gpus_by_domain(c, fleet, domain_gpus))
+         for c in candidates),
         key=lambda c: (c.cost_gpu_hours, c.job.priority, -(c.job.started_at or 0.0), c.job.id),
     )
     quota_blocks = reason is PendingReason.QUOTA
@@ -169,7 +177,10 @@ def _quota_can_be_met(job: Job, scored: Sequence[_Candidate], ledger: QuotaLedge
             ledger.add(candidate.job)
 
 
-def _gpus_by_domain(job: Job, fleet: FleetState) -> dict[str, int]:
+def _gpus_by_domain(job: Job, fleet: FleetState, known: dict[int, dict[str, int]]) -> dict[str, int]:
+    cached = known.get(job.id)
+    if cached is not None:
+        return cached
     per_pod = {ps.name: ps.gpus_per_pod for ps in job.pod_sets}
     by_domain: dict[str, int] = {}
     for pod in job.placement:
@@ -177,6 +188,7 @@ def _gpus_by_domain(job: Job, fleet: FleetState) -> dict[str, int]:
         if i is not None:
             for key in fleet.domain_keys_of(i):
                 by_domain[key] = by_domain.get(key, 0) + per_pod.get(pod.pod_set, 0)
+    known[job.id] = by_domain
     return by_domain
 
 
