@@ -111,6 +111,8 @@ def queue_list(request):
     queues = selectors.queue_list()
     for queue in queues:
         queue.can_edit = can_edit_team_queues(request.user, queue.team_id)
+        usage = getattr(queue, "usage", None)
+        queue.usage_gpu_hours = usage.usage_gpu_s / 3600 if usage else None
         queue.quota_rows = [
             {"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0)} for quota in queue.quotas.all()
         ]

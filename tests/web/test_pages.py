@@ -119,6 +119,13 @@ def test_a_lead_edits_a_quota_on_the_queues_page(browser_as):
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == 16
 
 
+def test_zero_limits_read_as_zero_not_as_unlimited(browser_as):
+    client = browser_as("vision-lead")
+    client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 16, "borrowing_limit": "0", "lending_limit": "0"})
+    page = client.get("/queues/").content.decode()
+    assert "16 · 0 · 0" in page and "16 · ∞" not in page
+
+
 def test_a_researcher_cannot_edit_quotas_on_the_queues_page(browser_as):
     client = browser_as("vision-researcher")
     assert b'name="nominal"' not in client.get("/queues/").content
