@@ -7,6 +7,8 @@ import contextlib
 from celery import shared_task
 from django.conf import settings
 
+from scheduling.cluster.kubernetes.api import ClusterError
+from scheduling.services.cluster import workload_create
 from scheduling.services.explanations import estimates_refresh
 from scheduling.services.reconcile import admission_cycle_run
 from scheduling.services.usage import usage_collect
@@ -51,6 +53,15 @@ def collect_usage() -> dict:
     """One round of GPU use samples; Prometheus errors retry with backoff, then the next minute's round tries again."""
     result = usage_collect()
     return {"samples": result.samples, "attributed": result.attributed, "pruned": result.pruned}
+
+
+@shared_task(name="scheduling.tasks.create_workload", ignore_result=True, autoretry_for=(ClusterError,), retry_backoff=5,
+             retry_backoff_max=300, max_retries=5)
+def create_workload(job_id: int) -> dict:
+    """The suspended, gated cluster Job of a job submitted with a pod template, created by a worker: the web holds
+    no cluster credentials. Idempotent; should every retry fail, the reconcile pass creates it before release."""
+    ref = workload_create(job_id=job_id)
+    return {"namespace": ref.namespace, "name": ref.name}
 
 
 ESTIMATE_LOCK_KEY = "gangway:estimates:lock"

@@ -66,6 +66,8 @@ class DiscoveredWorkload:
     annotations: dict = field(default_factory=dict)
     tolerations: tuple = ()
     """The pod template's tolerations as {key, operator, value, effect} dicts: GPU nodes are often tainted."""
+    created_at: float | None = None
+    """When the workload was created (epoch seconds): its place in the queue, not when Gangway saw it."""
 
 
 class Cluster(Protocol):

@@ -7,19 +7,25 @@ from django.conf import settings
 from scheduling.cluster.base import Cluster
 
 
-class WatchedCluster:
-    """A Kubernetes cluster whose nodes are read from the Node rows the watcher keeps in sync, so a
-    reconcile pass reads a snapshot instead of listing 1,250 nodes and every pod from the API.
-    Everything else (statuses, release, suspend, pinning, creation) goes to the adapter."""
-
-    def __init__(self, cluster) -> None:
-        self.cluster = cluster
+class RecordedNodes:
+    """The nodes as the database records them (loaded from the fleet file, or kept in sync by the
+    watcher): all a snapshot reads, with no connection to the cluster, so the processes that only
+    explain and preview (the web) need no cluster credentials."""
 
     def list_nodes(self):
         from scheduling.cluster.simulated import node_from_row
         from scheduling.models import Node as NodeRow
 
         return [node_from_row(row) for row in NodeRow.objects.select_related("flavor").order_by("name")]
+
+
+class WatchedCluster(RecordedNodes):
+    """A Kubernetes cluster whose nodes are read from the Node rows the watcher keeps in sync, so a
+    reconcile pass reads a snapshot instead of listing 1,250 nodes and every pod from the API.
+    Everything else (statuses, release, suspend, pinning, creation) goes to the adapter."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
 
     def __getattr__(self, name: str):
         return getattr(self.cluster, name)

@@ -179,7 +179,8 @@ def cluster_workloads_sync(
             is_preemptible=workload.is_preemptible,
             tolerations=[dict(t) for t in workload.tolerations],
             gpus=sum(p.count * p.gpus_per_pod for p in workload.pod_sets),
-            submitted_at=moment,
+            # Its place in the queue is when it was created (never later than now: clocks drift).
+            submitted_at=to_datetime(min(now, workload.created_at)) if workload.created_at else moment,
             state=JobState.PENDING.value,
             cluster_namespace=workload.namespace,
             cluster_name=workload.name,

@@ -44,9 +44,9 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
     from scheduling.simulation.forecast import forecast
 
     if cluster is None:
-        from scheduling.cluster.registry import get_cluster
+        from scheduling.cluster.registry import RecordedNodes
 
-        cluster = get_cluster()
+        cluster = RecordedNodes()
     now = time.time() if now is None else now
     snapshot, _ = snapshot_build(now=now, cluster=cluster)
     decisions = run_admission_cycle(snapshot)
@@ -196,9 +196,9 @@ def _split(total: int, weights: list[int]) -> list[int]:
 
 def _preview(changes, *, now: float | None, cluster: Cluster | None, subject: dict) -> dict:
     if cluster is None:
-        from scheduling.cluster.registry import get_cluster
+        from scheduling.cluster.registry import RecordedNodes
 
-        cluster = get_cluster()
+        cluster = RecordedNodes()
     now = time.time() if now is None else now
     with transaction.atomic():
         snapshot, _ = snapshot_build(now=now, cluster=cluster)

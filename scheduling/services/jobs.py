@@ -91,12 +91,12 @@ def workload_name(name: str, job_id: int) -> str:
 
 
 def _create_workload_after_commit(job_id: int) -> None:
-    from scheduling.services.cluster import workload_create
+    from scheduling.tasks import create_workload
 
     try:
-        workload_create(job_id=job_id)
+        create_workload.delay(job_id)
     except Exception:  # noqa: BLE001 - the reconcile pass creates it before releasing the job
-        logger.warning("could not create the cluster workload of job %s yet", job_id, exc_info=True)
+        logger.warning("could not ask a worker to create the cluster workload of job %s", job_id, exc_info=True)
 
 
 @transaction.atomic

@@ -144,6 +144,8 @@ def test_a_discovered_gang_is_released_on_pinned_pods_then_runs_then_is_suspende
     watch_once()
     job = Job.objects.get()
     assert job.tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "", "effect": "NoSchedule"}]
+    # Its place in the queue is the Job's creation, not the moment the watcher saw it.
+    assert job.submitted_at.isoformat() == "2025-01-01T00:00:00+00:00"
     watched = WatchedCluster(cluster)
 
     result = admission_cycle_run(now=T0, cluster=watched)

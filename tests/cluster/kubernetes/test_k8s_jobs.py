@@ -68,6 +68,7 @@ def test_a_labelled_suspended_indexed_job_is_discovered_with_its_gang_shape(fake
                 "gangway.dev/preemptible": "false",
                 "gangway.dev/flavor": "NVIDIA-H100-80GB-HBM3",
             },
+            created_at=1735689600.0,  # the fake API server's creationTimestamp, 2025-01-01T00:00:00Z
         )
     ]
 

@@ -6,6 +6,7 @@ import copy
 import json
 import logging
 from collections import defaultdict
+from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
 from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadStatus
@@ -138,7 +139,18 @@ def discover(job: Mapping, settings: KubernetesSettings) -> DiscoveredWorkload |
             {"key": t.get("key") or "", "operator": t.get("operator") or "Equal", "value": t.get("value") or "", "effect": t.get("effect") or ""}
             for t in template_spec.get("tolerations") or ()
         ),
+        created_at=_timestamp(_meta(job).get("creationTimestamp")),
     )
+
+
+def _timestamp(value) -> float | None:
+    """An RFC 3339 time from the API ("2026-12-03T08:00:00Z") as epoch seconds; None if absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def list_managed(api: KubeApi) -> list[dict]:
