@@ -90,3 +90,13 @@ def test_the_kustomization_lists_every_manifest_but_the_example():
     listed = set(yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"])
 
     assert listed == {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml", "example-training-job.yaml"}
+
+
+def test_only_the_worker_and_the_watcher_hold_cluster_credentials():
+    docs = [doc for _, doc in documents()]
+    bound = {s["name"] for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding") for s in doc["subjects"]}
+    pods = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Deployment"}
+    with_credentials = {name for name, pod in pods.items()
+                        if pod["serviceAccountName"] in bound and pod.get("automountServiceAccountToken", True)}
+    assert with_credentials == {"gangway-worker", "gangway-watcher"}
+    assert all(pods[name]["automountServiceAccountToken"] is False for name in ("gangway-web", "gangway-beat"))
