@@ -315,9 +315,7 @@ class PendingVerdicts(Sequence[Pending]):
     def __len__(self) -> int:
         return len(self._ids)
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def __getitem__(self, index: int) -> Pending:
         return Pending(self._ids[index], *self._verdicts[index])
 
     def __iter__(self) -> Iterator[Pending]:
