@@ -3,13 +3,26 @@
 from django import forms
 
 
+class PodSetForm(forms.Form):
+    name = forms.CharField(max_length=63, label="Pod set")
+    count = forms.IntegerField(label="Pods")
+    gpus_per_pod = forms.IntegerField(label="GPUs per pod")
+
+
+PodSetFormSet = forms.formset_factory(PodSetForm, extra=2, min_num=1, validate_min=True, max_num=8)
+"""The gang's pod sets: the first row is filled in; the two blank rows (e.g. a launcher) are optional."""
+
+POD_SETS_PREFIX = "pods"
+
+
+def pod_set_formset(data=None) -> forms.BaseFormSet:
+    return PodSetFormSet(data, prefix=POD_SETS_PREFIX, initial=[{"name": "worker", "count": 1, "gpus_per_pod": 8}])
+
+
 class JobSubmitForm(forms.Form):
     name = forms.CharField(max_length=200)
     queue = forms.CharField(widget=forms.Select)
     flavor = forms.CharField(widget=forms.Select)
-    pod_set_name = forms.CharField(max_length=63, initial="worker", label="Pod set name")
-    count = forms.IntegerField(initial=1, label="Pods", help_text="pods in the gang; all start together or none")
-    gpus_per_pod = forms.IntegerField(initial=8, label="GPUs per pod")
     priority = forms.IntegerField(initial=0)
     topology_required = forms.CharField(required=False, widget=forms.Select, label="Required topology")
     topology_preferred = forms.CharField(required=False, widget=forms.Select, label="Preferred topology")
@@ -25,19 +38,24 @@ class JobSubmitForm(forms.Form):
         self.fields["topology_required"].widget.choices = level_choices
         self.fields["topology_preferred"].widget.choices = level_choices
 
-    FIELD_OF_ERROR = {
-        "pod_sets.0.name": "pod_set_name",
-        "pod_sets.0.count": "count",
-        "pod_sets.0.gpus_per_pod": "gpus_per_pod",
-        "topology.required": "topology_required",
-        "topology.preferred": "topology_preferred",
-    }
+    FIELD_OF_ERROR = {"topology.required": "topology_required", "topology.preferred": "topology_preferred"}
 
-    def add_service_errors(self, message_dict: dict[str, list[str]]) -> None:
+    def add_service_errors(self, message_dict: dict[str, list[str]], pod_sets: forms.BaseFormSet) -> None:
+        """The service's errors on the fields they name: `pod_sets.1.count` on the second pod set row."""
+        rows = [row for row in pod_sets if row.has_changed() or row is pod_sets[0]]
         for field, messages in message_dict.items():
-            target = self.FIELD_OF_ERROR.get(field, field)
+            parts = field.split(".")
             for message in messages:
-                self.add_error(target if target in self.fields else None, message)
+                if parts[0] == "pod_sets" and len(parts) == 3 and parts[1].isdigit() and int(parts[1]) < len(rows):
+                    rows[int(parts[1])].add_error(parts[2] if parts[2] in PodSetForm.base_fields else None, message)
+                elif parts[0] == "pod_sets":
+                    self.add_error(None, message)
+                else:
+                    target = self.FIELD_OF_ERROR.get(field, field)
+                    self.add_error(target if target in self.fields else None, message)
+
+    def errors_anywhere(self, pod_sets: forms.BaseFormSet) -> bool:
+        return bool(self.errors) or pod_sets.total_error_count() > 0
 
 
 class QuotaForm(forms.Form):

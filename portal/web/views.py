@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from portal.web.forms import JobSubmitForm, QuotaForm
+from portal.web.forms import JobSubmitForm, QuotaForm, pod_set_formset
 from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue
@@ -48,7 +48,8 @@ def job_submit(request):
         "levels": list(FleetSettings.load().topology_levels),
     }
     form = JobSubmitForm(request.POST or None, **form_kwargs)
-    if request.method == "POST" and form.is_valid():
+    pod_sets = pod_set_formset(request.POST or None)
+    if request.method == "POST" and form.is_valid() and pod_sets.is_valid():
         data = form.cleaned_data
         try:
             job = services.job_submit(
@@ -56,7 +57,7 @@ def job_submit(request):
                 queue_name=data["queue"],
                 flavor_name=data["flavor"],
                 name=data["name"],
-                pod_sets=[{"name": data["pod_set_name"], "count": data["count"], "gpus_per_pod": data["gpus_per_pod"]}],
+                pod_sets=[row for row in pod_sets.cleaned_data if row],
                 priority=data["priority"],
                 topology_required=data["topology_required"] or None,
                 topology_preferred=data["topology_preferred"] or None,
@@ -65,13 +66,14 @@ def job_submit(request):
                 is_preemptible=data["preemptible"],
             )
         except ValidationError as error:
-            form.add_service_errors(error.message_dict)
+            form.add_service_errors(error.message_dict, pod_sets)
         except PermissionDenied as error:
             form.add_error("queue", str(error))
         else:
             messages.success(request, f"Job #{job.pk} submitted.")
             return redirect("web:job-detail", pk=job.pk)
-    return render(request, "web/job_submit.html", {"form": form}, status=400 if form.errors else 200)
+    failed = request.method == "POST" and form.errors_anywhere(pod_sets)
+    return render(request, "web/job_submit.html", {"form": form, "pod_sets": pod_sets}, status=400 if failed else 200)
 
 
 @login_required

@@ -48,8 +48,8 @@ def test_a_lead_submits_a_job_edits_a_quota_and_an_admin_approves_a_plan(page, o
     login(page, "vision-lead")
     page.click("nav >> text=Submit")
     page.fill("input[name=name]", "browser-gang")
-    page.fill("input[name=count]", "2")
-    page.fill("input[name=gpus_per_pod]", "8")
+    page.fill("input[name=pods-0-count]", "2")
+    page.fill("input[name=pods-0-gpus_per_pod]", "8")
     page.click("button:has-text('Submit')")
     page.wait_for_selector("text=Why is it pending?")
     job = Job.objects.get(name="browser-gang")
@@ -60,7 +60,7 @@ def test_a_lead_submits_a_job_edits_a_quota_and_an_admin_approves_a_plan(page, o
 
     page.goto("/jobs/new/")
     page.fill("input[name=name]", "too-wide")
-    page.fill("input[name=gpus_per_pod]", "16")
+    page.fill("input[name=pods-0-gpus_per_pod]", "16")
     page.click("button:has-text('Submit')")
     page.wait_for_selector("text=the largest H100-80GB node has 8 allocatable")
 

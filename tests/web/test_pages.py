@@ -18,10 +18,18 @@ def browser_as(client, org):
     return login
 
 
-def form(**overrides) -> dict:
-    data = {"name": "web-job", "queue": "vision-main", "flavor": H100, "pod_set_name": "worker", "count": 2, "gpus_per_pod": 8,
+POD_SET_FIELDS = ("name", "count", "gpus_per_pod")
+
+
+def form(*, pod_sets=(("worker", 2, 8),), **overrides) -> dict:
+    """The submit form as a browser posts it: the job's fields, and the pod-set rows (three, blanks ignored)."""
+    data = {"name": "web-job", "queue": "vision-main", "flavor": H100,
             "priority": 0, "topology_required": "block", "topology_preferred": "rack", "runtime_limit_s": 600,
-            "checkpoint_interval_s": 60, "preemptible": "on"}
+            "checkpoint_interval_s": 60, "preemptible": "on",
+            "pods-TOTAL_FORMS": 3, "pods-INITIAL_FORMS": 1, "pods-MIN_NUM_FORMS": 1, "pods-MAX_NUM_FORMS": 8}
+    rows = [*pod_sets, *[("", "", "")] * (3 - len(pod_sets))]
+    for i, row in enumerate(rows):
+        data.update({f"pods-{i}-{field}": value for field, value in zip(POD_SET_FIELDS, row)})
     data.update(overrides)
     return data
 
@@ -56,12 +64,13 @@ def test_submit_through_the_form_then_see_it_in_the_list_and_detail(browser_as):
 @pytest.mark.parametrize(
     "override, message",
     [
-        ({"gpus_per_pod": 16}, "the largest H100-80GB node has 8 allocatable"),
-        ({"count": 0}, "must be an integer &gt; 0"),
+        ({"pods-0-gpus_per_pod": 16}, "the largest H100-80GB node has 8 allocatable"),
+        ({"pods-0-count": 0}, "must be an integer &gt; 0"),
         ({"queue": "nope"}, "unknown queue"),
         ({"queue": "language-main"}, "only members of team language"),
         ({"topology_required": "rack", "topology_preferred": "block"}, "coarser than the required level"),
-        ({"count": 9}, "the whole fleet has 64 allocatable"),
+        ({"pods-0-count": 9}, "the whole fleet has 64 allocatable"),
+        ({"pods-0-name": ""}, "This field is required"),
     ],
 )
 def test_the_form_shows_the_services_validation_messages_and_writes_nothing(browser_as, override, message):
@@ -71,10 +80,24 @@ def test_the_form_shows_the_services_validation_messages_and_writes_nothing(brow
     assert Job.objects.count() == 0
 
 
+def test_a_gang_of_two_pod_sets_is_submitted_through_the_form(browser_as):
+    response = browser_as("vision-researcher").post("/jobs/new/", form(pod_sets=[("worker", 2, 8), ("launcher", 1, 1)]))
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert sorted(job.pod_sets.values_list("name", "count", "gpus_per_pod")) == [("launcher", 1, 1), ("worker", 2, 8)]
+
+
+def test_an_error_in_the_second_pod_set_is_shown_on_its_row(browser_as):
+    response = browser_as("vision-researcher").post("/jobs/new/", form(pod_sets=[("worker", 2, 8), ("launcher", 1, 16)]))
+    assert response.status_code == 400
+    assert 'name="pods-1-gpus_per_pod"' in response.content.decode().split("the largest H100-80GB node has 8 allocatable")[0]
+    assert Job.objects.count() == 0
+
+
 def test_a_pending_job_page_explains_why(browser_as):
     client = browser_as("vision-researcher")
-    client.post("/jobs/new/", form(count=8))
-    client.post("/jobs/new/", form(name="second", count=1))
+    client.post("/jobs/new/", form(pod_sets=[("worker", 8, 8)]))
+    client.post("/jobs/new/", form(name="second", pod_sets=[("worker", 1, 8)]))
     admission_cycle_run()
     pending = Job.objects.get(state="pending")
     page = client.get(f"/jobs/{pending.pk}/").content.decode()
