@@ -194,7 +194,8 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
     _persist_plans(decisions=decisions, admitted_ids=admitted_ids, result=result, moment=moment)
 
     # Pending jobs' explanations: explanations_refresh, right after this step.
-    result.pending = len(decisions.pending)
+    # Preempted and evicted gangs are pending again too, though they held GPUs when the pass began.
+    result.pending = len(decisions.pending) + len(result.preempted) + len(result.evicted)
     JobEvent.objects.bulk_create(events, batch_size=1000)
 
 

@@ -194,6 +194,7 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
     preemption_approve(actor=org["admin"], plan_id=plan.pk)
     result = admission_cycle_run(now=T0 + 6)
     assert result.admitted == [owner.pk] and result.preempted == [borrower.pk]
+    assert result.pending == 1, "the victim counts as pending again"
     plan.refresh_from_db()
     assert plan.status == PlanStatus.EXECUTED
     borrower.refresh_from_db()
