@@ -62,3 +62,7 @@ class QuotaForm(forms.Form):
     nominal = forms.IntegerField(min_value=0)
     borrowing_limit = forms.IntegerField(min_value=0, required=False)
     lending_limit = forms.IntegerField(min_value=0, required=False)
+
+
+class AllotmentForm(forms.Form):
+    gpus = forms.IntegerField(min_value=0)

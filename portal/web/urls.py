@@ -15,6 +15,8 @@ urlpatterns = [
     path("queues/", views.queue_list, name="queue-list"),
     path("queues/<slug:name>/quotas/<str:flavor>/", views.queue_quota_edit, name="queue-quota-edit"),
     path("queues/<slug:name>/quotas/<str:flavor>/preview/", views.queue_quota_preview, name="queue-quota-preview"),
+    path("teams/<slug:name>/allotments/<str:flavor>/", views.team_allotment_edit, name="team-allotment-edit"),
+    path("teams/<slug:name>/allotments/<str:flavor>/preview/", views.team_allotment_preview, name="team-allotment-preview"),
     path("preemptions/", views.preemption_list, name="preemption-list"),
     path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
 ]

@@ -10,10 +10,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from portal.web.forms import JobSubmitForm, QuotaForm, pod_set_formset
+from portal.web.forms import AllotmentForm, JobSubmitForm, QuotaForm, pod_set_formset
 from scheduling import selectors, services
 from scheduling.core.model import JobState
-from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue
+from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue, Team
 from scheduling.permissions import can_edit_team_queues, is_admin, team_ids_of
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.services import explanations as explanation_services
@@ -118,25 +118,39 @@ def queue_list(request):
         queue.quota_rows = [
             {"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0)} for quota in queue.quotas.all()
         ]
-    return render(request, "web/queue_list.html", {"queues": queues})
+    return render(request, "web/queue_list.html", {
+        "queues": queues, "allotments": selectors.allotment_rows(), "is_admin": is_admin(request.user),
+    })
+
+
+def _post_change(request, form, apply, *, missing: type[Exception]):
+    """Run `apply(cleaned_data)` for a valid form: its result, or None with the errors flashed as a message."""
+    if not form.is_valid():
+        messages.error(request, _error_text(form.errors))
+        return None
+    try:
+        return apply(form.cleaned_data)
+    except missing as error:
+        raise Http404(str(error)) from error
+    except ValidationError as error:
+        messages.error(request, _error_text(error.message_dict))
+    except PermissionDenied as error:
+        messages.error(request, str(error))
+    return None
+
+
+def _error_text(errors: dict) -> str:
+    return "; ".join(f"{field}: {' '.join(reasons)}" for field, reasons in errors.items())
 
 
 @login_required
 @require_POST
 def queue_quota_edit(request, name: str, flavor: str):
-    form = QuotaForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        return redirect("web:queue-list")
-    try:
-        services.queue_update(actor=request.user, queue_name=name, quotas={flavor: form.cleaned_data})
+    def save(quota):
+        services.queue_update(actor=request.user, queue_name=name, quotas={flavor: quota})
         messages.success(request, f"Quota of {name} for {flavor} saved.")
-    except Queue.DoesNotExist as error:
-        raise Http404("no such queue") from error
-    except ValidationError as error:
-        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items()))
-    except PermissionDenied as error:
-        messages.error(request, str(error))
+
+    _post_change(request, QuotaForm(request.POST), save, missing=Queue.DoesNotExist)
     return redirect("web:queue-list")
 
 
@@ -144,21 +158,51 @@ def queue_quota_edit(request, name: str, flavor: str):
 @require_POST
 def queue_quota_preview(request, name: str, flavor: str):
     """The quota form's Preview button: waits before vs after the proposed quota, nothing saved."""
-    form = QuotaForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    return _preview_page(
+        request, QuotaForm(request.POST),
+        lambda quota: explanation_services.queue_quota_preview(actor=request.user, queue_name=name, quotas={flavor: quota}),
+        missing=Queue.DoesNotExist, subject=f"queue {name}, {flavor}", jobs_heading="This queue's pending jobs",
+        describe=lambda quota: (f"nominal {quota['nominal']}, borrowing limit {_or(quota['borrowing_limit'], '∞')}, "
+                                f"lending limit {_or(quota['lending_limit'], 'all')}"),
+    )
+
+
+def _preview_page(request, form, run, *, missing, subject: str, jobs_heading: str, describe):
+    preview = _post_change(request, form, run, missing=missing)
+    if preview is None:
         return redirect("web:queue-list")
-    try:
-        preview = explanation_services.queue_quota_preview(actor=request.user, queue_name=name, quotas={flavor: form.cleaned_data})
-    except Queue.DoesNotExist as error:
-        raise Http404("no such queue") from error
-    except ValidationError as error:
-        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items()))
-        return redirect("web:queue-list")
-    except PermissionDenied as error:
-        messages.error(request, str(error))
-        return redirect("web:queue-list")
-    return render(request, "web/queue_preview.html", {"preview": preview, "queue": name, "flavor": flavor, "quota": form.cleaned_data})
+    return render(request, "web/change_preview.html", {
+        "preview": preview, "subject": subject, "proposal": describe(form.cleaned_data), "jobs_heading": jobs_heading,
+        "assumption": preview.get("assumption"),
+    })
+
+
+@login_required
+@require_POST
+def team_allotment_edit(request, name: str, flavor: str):
+    def save(allotment):
+        services.team_update(actor=request.user, team_name=name, allotments={flavor: allotment["gpus"]})
+        messages.success(request, f"Allotment of {name} for {flavor} saved.")
+
+    _post_change(request, AllotmentForm(request.POST), save, missing=Team.DoesNotExist)
+    return redirect("web:queue-list")
+
+
+@login_required
+@require_POST
+def team_allotment_preview(request, name: str, flavor: str):
+    """Admins: waits before vs after a proposed allotment (the team's queues scaled to it), nothing saved."""
+    return _preview_page(
+        request, AllotmentForm(request.POST),
+        lambda allotment: explanation_services.team_allotment_preview(
+            actor=request.user, team_name=name, allotments={flavor: allotment["gpus"]}),
+        missing=Team.DoesNotExist, subject=f"team {name}, {flavor}", jobs_heading="The team's pending jobs",
+        describe=lambda allotment: f"allotment {allotment['gpus']} GPUs",
+    )
+
+
+def _or(value, default: str):
+    return default if value is None else value
 
 
 @login_required

@@ -2,7 +2,7 @@
 
 from scheduling.selectors.fleet import fleet_summary, node_list
 from scheduling.selectors.jobs import job_get, job_list
-from scheduling.selectors.org import queue_get, queue_list, team_get, team_list
+from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
 from scheduling.selectors.preemption import preemption_list
 from scheduling.selectors.usage import usage_report
 
@@ -16,5 +16,6 @@ __all__ = [
     "queue_list",
     "team_get",
     "team_list",
+    "allotment_rows",
     "usage_report",
 ]

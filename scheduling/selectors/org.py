@@ -6,12 +6,29 @@ from collections import defaultdict
 
 from django.db.models import Prefetch, QuerySet, Sum
 
-from scheduling.models import Job, Queue, QueueQuota, Team
+from scheduling.models import Job, Queue, QueueQuota, Team, TeamAllotment
 from scheduling.models.jobs import HOLDING_STATES
 
 
 def team_list() -> QuerySet:
     return Team.objects.prefetch_related("allotments__flavor", "queues").order_by("name")
+
+
+def allotment_rows() -> list[dict]:
+    """Per team and flavor: the allotment, the nominal quota its queues hold of it, and the GPUs its jobs hold."""
+    nominal = dict(
+        ((row["queue__team_id"], row["flavor_id"]), row["total"])
+        for row in QueueQuota.objects.values("queue__team_id", "flavor_id").annotate(total=Sum("nominal"))
+    )
+    in_use = dict(
+        ((row["queue__team_id"], row["flavor_id"]), row["total"])
+        for row in Job.objects.filter(state__in=HOLDING_STATES).values("queue__team_id", "flavor_id").annotate(total=Sum("gpus"))
+    )
+    return [
+        {"team": a.team.name, "flavor": a.flavor.name, "gpus": a.gpus,
+         "in_queues": nominal.get((a.team_id, a.flavor_id), 0), "in_use": in_use.get((a.team_id, a.flavor_id), 0)}
+        for a in TeamAllotment.objects.select_related("team", "flavor").order_by("team__name", "flavor__name")
+    ]
 
 
 def team_get(*, name: str) -> Team:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.models import Job, QueueQuota
+from scheduling.models import Job, QueueQuota, TeamAllotment
 from scheduling.services import admission_cycle_run
 from tests.conftest import H100
 
@@ -147,6 +147,29 @@ def test_zero_limits_read_as_zero_not_as_unlimited(browser_as):
     client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 16, "borrowing_limit": "0", "lending_limit": "0"})
     page = client.get("/queues/").content.decode()
     assert "16 · 0 · 0" in page and "16 · ∞" not in page
+
+
+def test_an_admin_raises_an_allotment_on_the_queues_page_after_previewing_it(browser_as):
+    client = browser_as("admin")
+    assert 'aria-label="allotment vision H100-80GB"' in client.get("/queues/").content.decode()
+    preview = client.post(f"/teams/vision/allotments/{H100}/preview/", {"gpus": 48})
+    assert preview.status_code == 200 and "Preview: team vision, H100-80GB" in preview.content.decode()
+    assert TeamAllotment.objects.get(team__name="vision").gpus == 32, "a preview saves nothing"
+    client.post(f"/teams/vision/allotments/{H100}/", {"gpus": 48})
+    assert TeamAllotment.objects.get(team__name="vision").gpus == 48
+    response = client.post(f"/teams/vision/allotments/{H100}/", {"gpus": 8}, follow=True)
+    assert "below the 32 GPUs the team&#x27;s queues hold as nominal quota" in response.content.decode()
+    assert TeamAllotment.objects.get(team__name="vision").gpus == 48
+    assert client.post(f"/teams/nope/allotments/{H100}/", {"gpus": 1}).status_code == 404
+
+
+def test_a_lead_sees_allotments_but_cannot_change_them(browser_as):
+    client = browser_as("vision-lead")
+    page = client.get("/queues/").content.decode()
+    assert "Team allotments" in page and 'name="gpus"' not in page
+    response = client.post(f"/teams/vision/allotments/{H100}/", {"gpus": 64}, follow=True)
+    assert "only admins change allotments" in response.content.decode()
+    assert TeamAllotment.objects.get(team__name="vision").gpus == 32
 
 
 def test_a_researcher_cannot_edit_quotas_on_the_queues_page(browser_as):
