@@ -16,7 +16,7 @@ def steady_snapshot(*, nodes: int, gpus_per_node: int, pending: int, queues: int
     """A full fleet (the cycle filled it from empty) and the rest of the stream pending, ten minutes later."""
     fleet = synthetic.fleet(nodes, gpus_per_node)
     queue_map = synthetic.queues(queues, nodes * gpus_per_node)
-    stream = synthetic.jobs(pending, sorted(queue_map), seed=seed)
+    stream = synthetic.as_snapshot_lists_them(synthetic.jobs(pending, sorted(queue_map), seed=seed))
     empty = Snapshot(now=0.0, topology=synthetic.TOPOLOGY, nodes=fleet, queues=queue_map, admitted=(), pending=tuple(stream))
     filled = run_admission_cycle(empty)
     by_id = {job.id: job for job in stream}

@@ -954,7 +954,7 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
     Queue heads go first, so the budget of preemption plans goes to the jobs that may preempt next.
     """
     explainer = Explainer.after_cycle(snapshot, result, **options)
-    verdicts = {verdict.job_id: verdict for verdict in result.pending}
+    verdicts = result.pending.by_job()
     out = PassExplanations()
     by_queue: dict[str, list[Job]] = {}
     for job in snapshot.pending:
@@ -967,17 +967,17 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
     explain_one, by_job, cache = explainer.explain, out.by_job, explainer._cache
     for queued in by_queue.values():
         head = queued[0]
-        by_job[head.id] = explain_one(head, verdicts[head.id])
+        by_job[head.id] = explain_one(head, Pending(head.id, *verdicts[head.id]))
     plain = (PendingReason.QUOTA, PendingReason.FIT, PendingReason.NODES, PendingReason.HEALTH)
     for queued in by_queue.values():
         for job in queued:
             # The hot path over 100,000 jobs: one tuple and one dictionary lookup per job.
             verdict = verdicts[job.id]
-            if verdict.reason in plain:
+            if verdict[0] in plain:
                 explanation = cache.get((job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations, job.priority))
                 if explanation is not None:
                     by_job[job.id] = explanation
                     continue
-            by_job[job.id] = explain_one(job, verdict)
+            by_job[job.id] = explain_one(job, Pending(job.id, *verdict))
     out.shapes = len(explainer._cache)
     return out

@@ -308,6 +308,10 @@ class PendingVerdicts(Sequence[Pending]):
         self._ids.append(job_id)
         self._verdicts.append(verdict)
 
+    def by_job(self) -> dict[int, Verdict]:
+        """Job id → (reason, message), built at C speed."""
+        return dict(zip(self._ids, self._verdicts))
+
     def adders(self):
         """The two bound `append`s, for hot loops that record many jobs."""
         return self._ids.append, self._verdicts.append
@@ -345,5 +349,5 @@ class CycleResult:
     """Plans made this cycle: executed ones are those whose victims appear in `admissions`."""
     evictions: tuple[Eviction, ...] = ()
     """Gangs not ready in time: back to pending with backoff."""
-    pending: Sequence[Pending] = ()
-    """One entry per pending job the cycle considered and left waiting (a `PendingVerdicts`)."""
+    pending: PendingVerdicts = field(default_factory=PendingVerdicts)
+    """One entry per pending job the cycle considered and left waiting."""
