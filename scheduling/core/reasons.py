@@ -8,12 +8,23 @@ from scheduling.core.placement import FleetState
 
 def fit_failure_message(job: Job, fleet: FleetState) -> str:
     """Why no domain holds the gang: free GPUs in total, whole nodes, and where the free GPUs sit."""
-    classes = fleet.tolerated_classes(job)
-    eligible = [i for i in range(len(fleet.nodes)) if fleet.is_eligible(i, classes)]
-    free_gpus = sum(max(0, fleet.free[i]) for i in eligible)
-    whole = sum(1 for i in eligible if fleet.is_whole_free(i))
-    partial_nodes = sum(1 for i in eligible if 0 < fleet.free[i] and not fleet.is_whole_free(i))
-    partial_gpus = free_gpus - sum(fleet.free[i] for i in eligible if fleet.is_whole_free(i))
+    # One pass over the nodes: a cycle builds this message for every shape that does not fit.
+    classes = set(fleet.tolerated_classes(job))
+    eligible = free_gpus = whole = whole_gpus = partial_nodes = 0
+    for i, node in enumerate(fleet.nodes):
+        if not fleet.is_schedulable[i] or fleet.node_class[i] not in classes:
+            continue
+        eligible += 1
+        free = fleet.free[i]
+        if free <= 0:
+            continue
+        free_gpus += free
+        if free == node.allocatable_gpus:
+            whole += 1
+            whole_gpus += free
+        else:
+            partial_nodes += 1
+    partial_gpus = free_gpus - whole_gpus
     largest_pod = max(ps.gpus_per_pod for ps in job.pod_sets)
     where = f" inside one {job.topology.required}" if job.topology.required else ""
     if not eligible:
@@ -21,7 +32,7 @@ def fit_failure_message(job: Job, fleet: FleetState) -> str:
     if free_gpus < job.gpus:
         return (
             f"needs {job.gpus} {job.flavor} GPUs{where}; only {free_gpus} free on "
-            f"{len(eligible)} schedulable nodes"
+            f"{eligible} schedulable nodes"
         )
     return (
         f"needs {job.pods} pods × up to {largest_pod} {job.flavor} GPUs{where}; {free_gpus} GPUs free "
