@@ -7,7 +7,7 @@ import contextlib
 from celery import shared_task
 from django.conf import settings
 
-from scheduling.cluster.kubernetes.api import ClusterError
+from scheduling.cluster.base import ClusterError
 from scheduling.services.cluster import workload_create
 from scheduling.services.explanations import estimates_refresh
 from scheduling.services.reconcile import admission_cycle_run

@@ -19,6 +19,11 @@ def pod_set_formset(data=None) -> forms.BaseFormSet:
     return PodSetFormSet(data, prefix=POD_SETS_PREFIX, initial=[{"name": "worker", "count": 1, "gpus_per_pod": 8}])
 
 
+def filled_rows(pod_sets: forms.BaseFormSet) -> list[forms.Form]:
+    """The validated rows that hold a pod set, in order: `pod_sets.N` of the service is the N-th of them."""
+    return [row for row in pod_sets if row.cleaned_data]
+
+
 class JobSubmitForm(forms.Form):
     name = forms.CharField(max_length=200)
     queue = forms.CharField(widget=forms.Select)
@@ -42,7 +47,7 @@ class JobSubmitForm(forms.Form):
 
     def add_service_errors(self, message_dict: dict[str, list[str]], pod_sets: forms.BaseFormSet) -> None:
         """The service's errors on the fields they name: `pod_sets.1.count` on the second pod set row."""
-        rows = [row for row in pod_sets if row.has_changed() or row is pod_sets[0]]
+        rows = filled_rows(pod_sets)
         for field, messages in message_dict.items():
             parts = field.split(".")
             for message in messages:

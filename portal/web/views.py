@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from portal.web.forms import AllotmentForm, JobSubmitForm, QuotaForm, pod_set_formset
+from portal.web.forms import AllotmentForm, JobSubmitForm, QuotaForm, filled_rows, pod_set_formset
 from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue, Team
@@ -57,7 +57,7 @@ def job_submit(request):
                 queue_name=data["queue"],
                 flavor_name=data["flavor"],
                 name=data["name"],
-                pod_sets=[row for row in pod_sets.cleaned_data if row],
+                pod_sets=[row.cleaned_data for row in filled_rows(pod_sets)],
                 priority=data["priority"],
                 topology_required=data["topology_required"] or None,
                 topology_preferred=data["topology_preferred"] or None,

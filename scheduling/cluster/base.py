@@ -21,6 +21,14 @@ class WorkloadPhase(enum.StrEnum):
     """The cluster knows nothing of it (deleted, or never created)."""
 
 
+class ClusterError(Exception):
+    """The cluster refused or could not answer a request; the message says which and why."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadRef:
     """What an adapter needs to find a Gangway job's workload in the cluster."""

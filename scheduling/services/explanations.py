@@ -18,10 +18,10 @@ from scheduling.core.explain import PassExplanations, explain_pending, iso
 from scheduling.core.model import CycleResult, JobState, Queue, Quota, Snapshot
 from scheduling.models import Job, Team
 from scheduling.models import Queue as QueueRow
-from scheduling.permissions import can_edit_team_queues, is_admin
+from scheduling.permissions import is_admin
 from scheduling.services.common import Errors
 from scheduling.services.org import _clean_allotments
-from scheduling.services.queues import UNSET, _check_allotments, _clean_quotas, _clean_settings
+from scheduling.services.queues import UNSET, queue_change_check
 from scheduling.simulation.forecast import what_if
 from scheduling.snapshots import snapshot_build
 
@@ -116,16 +116,10 @@ def queue_quota_preview(
     """What `queue_update` with these arguments would do to waits: per team before vs after, the queue's pending jobs'
     estimated starts, and the running jobs of other teams that would become reclaimable. Same permissions and
     validation as `queue_update`; nothing is written."""
-    row = QueueRow.objects.select_related("team").filter(name=queue_name).first()
-    if row is None:
-        raise QueueRow.DoesNotExist(queue_name)
-    if not can_edit_team_queues(actor, row.team_id):
-        raise PermissionDenied(f"only a lead of {row.team.name} or an admin previews changes to its queues")
-    errors = Errors()
-    _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
-    clean = _clean_quotas(errors, quotas) if quotas is not None else {}
-    _check_allotments(errors, team=row.team, queue=row, quotas=clean)
-    errors.raise_if_any()
+    _, clean = queue_change_check(
+        actor=actor, queue_name=queue_name, action="previews changes to its queues", lock=False, cohort_name=cohort_name,
+        weight=weight, strategy=strategy, preemption_policy=preemption_policy, quotas=quotas,
+    )
 
     def change(current: Queue) -> Queue:
         changes: dict = {}

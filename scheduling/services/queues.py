@@ -127,6 +127,25 @@ def queue_create(
     return queue
 
 
+def queue_change_check(
+    *, actor, queue_name: str, action: str, lock: bool, cohort_name, weight, strategy, preemption_policy, quotas: dict | None
+) -> tuple[Queue, dict]:
+    """The queue and its cleaned quotas, once `actor` may make this change and it is valid (queue_update's rules,
+    shared with its preview); raises Queue.DoesNotExist, PermissionDenied or ValidationError otherwise."""
+    rows = Queue.objects.select_related("team")
+    queue = (rows.select_for_update() if lock else rows).filter(name=queue_name).first()
+    if queue is None:
+        raise Queue.DoesNotExist(queue_name)
+    if not can_edit_team_queues(actor, queue.team_id):
+        raise PermissionDenied(f"only a lead of {queue.team.name} or an admin {action}")
+    errors = Errors()
+    _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
+    clean = _clean_quotas(errors, quotas) if quotas is not None else {}
+    _check_allotments(errors, team=queue.team, queue=queue, quotas=clean)
+    errors.raise_if_any()
+    return queue, clean
+
+
 @transaction.atomic
 def queue_update(
     *,
@@ -139,16 +158,10 @@ def queue_update(
     quotas: dict | None = None,
 ) -> Queue:
     """Change the given settings; `quotas` sets the given flavors' quotas (others keep theirs)."""
-    queue = Queue.objects.select_for_update().select_related("team").filter(name=queue_name).first()
-    if queue is None:
-        raise Queue.DoesNotExist(queue_name)
-    if not can_edit_team_queues(actor, queue.team_id):
-        raise PermissionDenied(f"only a lead of {queue.team.name} or an admin edits its queues")
-    errors = Errors()
-    _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
-    clean = _clean_quotas(errors, quotas) if quotas is not None else {}
-    _check_allotments(errors, team=queue.team, queue=queue, quotas=clean)
-    errors.raise_if_any()
+    queue, clean = queue_change_check(
+        actor=actor, queue_name=queue_name, action="edits its queues", lock=True, cohort_name=cohort_name, weight=weight,
+        strategy=strategy, preemption_policy=preemption_policy, quotas=quotas,
+    )
     if cohort_name is not UNSET:
         queue.cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
     if weight is not UNSET:

@@ -87,6 +87,14 @@ def test_what_if_names_running_jobs_of_other_teams_that_become_reclaimable():
 # A strict FIFO queue of whole-node gangs, alone in waiting, on a fleet whose other jobs only run: more
 # nominal quota can only start each of its jobs earlier (or as early) — by induction over the queue, the
 # jobs running at any moment after the change are a subset of those running before.
+def whole_node_jobs(nodes, limits, *, queue_name: str, team: str):
+    """One 8-GPU job of `queue_name` on each of the first nodes, started at 0, one runtime limit each (None: none)."""
+    return [
+        limited(a_gang(1, 8).id(100 + i).in_queue(queue_name, team=team).running_on(node.name, since=0.0), limit)
+        for i, (node, limit) in enumerate(zip(nodes, limits))
+    ]
+
+
 gangs = st.lists(st.tuples(st.integers(1, 3), st.sampled_from([600, 1800, 3600])), min_size=1, max_size=6)
 busy = st.lists(st.sampled_from([None, 900, 2400, 5000]), min_size=0, max_size=4)
 
@@ -95,11 +103,7 @@ busy = st.lists(st.sampled_from([None, 900, 2400, 5000]), min_size=0, max_size=4
 @given(gangs=gangs, busy=busy, nominal=st.integers(8, 32), extra=st.integers(8, 32))
 def test_a_what_if_that_adds_quota_never_makes_the_queues_estimates_later(gangs, busy, nominal, extra):
     nodes = rack_fleet(racks=2, nodes=2)
-    names = [n.name for n in nodes]
-    running = [
-        limited(a_gang(1, 8).id(100 + i).in_queue("other", team="other").running_on(names[i], since=0.0), limit)
-        for i, limit in enumerate(busy)
-    ]
+    running = whole_node_jobs(nodes, busy, queue_name="other", team="other")
     pending = [
         limited(a_gang(pods, 8).id(1 + k).in_queue("q").submitted(float(k)), limit) for k, (pods, limit) in enumerate(gangs)
     ]
@@ -158,11 +162,7 @@ jobs_of_two_queues = st.lists(
 @given(jobs=jobs_of_two_queues, busy=busy, strict=st.booleans(), starvation=st.sampled_from([None, 3600.0]))
 def test_the_pruned_forecast_starts_every_job_when_full_cycles_would(jobs, busy, strict, starvation):
     nodes = rack_fleet(racks=2, nodes=2)
-    names = [n.name for n in nodes]
-    running = [
-        limited(a_gang(1, 8).id(100 + i).in_queue("b", team="tb").running_on(names[i], since=0.0), limit)
-        for i, limit in enumerate(busy)
-    ]
+    running = whole_node_jobs(nodes, busy, queue_name="b", team="tb")
     pending = [
         limited(a_gang(pods, gpus).id(1 + k).in_queue(name, team=f"t{name}").priority(priority).submitted(NOW + age), limit)
         for k, (name, pods, gpus, priority, age, limit) in enumerate(jobs)

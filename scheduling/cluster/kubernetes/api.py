@@ -12,6 +12,8 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
+from scheduling.cluster.base import ClusterError
+
 from .config import KubernetesSettings
 
 log = logging.getLogger(__name__)
@@ -20,14 +22,6 @@ T = TypeVar("T")
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-
-
-class ClusterError(Exception):
-    """The cluster refused or could not answer a request; the message says which and why."""
-
-    def __init__(self, message: str, *, status: int | None = None):
-        super().__init__(message)
-        self.status = status
 
 
 class ConflictError(ClusterError):
