@@ -236,6 +236,9 @@ def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: Re
             if is_executed:
                 existing.status = PlanStatus.EXECUTED
                 existing.save(update_fields=["status"])
+            elif existing.state_fingerprint != planned.fingerprint:  # planned again, on a changed state
+                existing.state_fingerprint = planned.fingerprint
+                existing.save(update_fields=["state_fingerprint"])
             kept.add(existing.pk)
             continue
         if existing is not None:
@@ -249,6 +252,7 @@ def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: Re
             cost_gpu_hours=round(plan.cost_gpu_hours, 3),
             teams_affected=list(plan.teams_affected),
             needs_approval=planned.needs_approval,
+            state_fingerprint=planned.fingerprint,
             status=PlanStatus.EXECUTED if is_executed else PlanStatus.PROPOSED,
             decided_at=moment if is_executed else None,
         )
