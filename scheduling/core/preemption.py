@@ -3,8 +3,8 @@
 Candidates follow the pending job's queue policy (Kueue's `withinClusterQueue: LowerPriority` and
 `reclaimWithinCohort: Any`):
 - within its own queue: admitted jobs of strictly lower priority;
-- reclaim: when the job, once admitted, stays within its queue's nominal quota, jobs of any priority
-  of the other queues of the cohort that borrow;
+- reclaim: when the job, once admitted (after its own queue's candidates left, if need be), stays
+  within its queue's nominal quota, jobs of any priority of the other queues of the cohort that borrow;
 never a non-preemptible job, never the job that preempted this one (no ping-pong), never a job
 admitted in the same cycle.
 
@@ -15,7 +15,9 @@ victim's last checkpoint, plus a restart overhead) as the tie-breaker:
    skipped;
 2. then the preemptor's own queue: lowest priority, cheapest, most recently started.
 For each domain the gang may use, victims are taken in that order until quota and placement both
-succeed *in that domain*, so one plan may mix reclaim and within-queue victims. Then Kueue's
+succeed *in that domain*, so one plan may mix reclaim and within-queue victims; a plan that reclaims
+must leave the job within its nominal quota, and a job that would borrow as things stand first tries
+its own queue's victims alone (Kueue's two runs, with and without borrowing). Then Kueue's
 minimal-set pass: victims are put back in the reverse order they were taken (highest priority first
 within each rule), and each one stays running if the gang still fits. Among domains the plan that
 reaches least far down the order wins (its most preemptible-last victim: reclaim before own queue,
@@ -84,8 +86,9 @@ def candidate_victims(
 ) -> list[Job]:
     queue = queues[job.queue]
     policy = queue.preemption
-    reclaims = _may_reclaim(job, queue, ledger)
-    candidates = []
+    cohort = cohort_of(queue)
+    own: list[Job] = []
+    borrowed_from: list[Job] = []
     for other in holding:
         if other.flavor != job.flavor or not other.is_preemptible:
             continue
@@ -93,25 +96,21 @@ def candidate_victims(
             continue
         if other.queue == job.queue:
             if policy.may_preempt_within_queue and other.priority < job.priority:
-                candidates.append(other)
-        elif reclaims:
+                own.append(other)
+        elif policy.may_reclaim_in_cohort and queue.cohort is not None:
             other_queue = queues.get(other.queue)
-            if other_queue is not None and cohort_of(other_queue) == cohort_of(queue):
-                if ledger.borrowed(other_queue, job.flavor) > 0:
-                    candidates.append(other)
-    return candidates
+            if other_queue is not None and cohort_of(other_queue) == cohort and ledger.borrowed(other_queue, job.flavor) > 0:
+                borrowed_from.append(other)
+    if borrowed_from and _is_within_nominal(job, ledger, freed_gpus=sum(c.gpus for c in own)):
+        return own + borrowed_from
+    return own
 
 
-def _may_reclaim(job: Job, queue: Queue, ledger: QuotaLedger) -> bool:
-    """Reclaim is for a job that, once admitted, stays within its queue's nominal quota (Kueue's
-    reclaim without borrowing): a job that would itself borrow may not take from borrowers."""
-    quota = queue.quotas.get(job.flavor)
-    return (
-        queue.preemption.may_reclaim_in_cohort
-        and queue.cohort is not None
-        and quota is not None
-        and ledger.usage(queue.name, job.flavor) + job.gpus <= quota.nominal
-    )
+def _is_within_nominal(job: Job, ledger: QuotaLedger, freed_gpus: int = 0) -> bool:
+    """Would the job, admitted after `freed_gpus` of its queue's own usage left, stay within its nominal
+    quota? Reclaim is only for such a job (Kueue's reclaim without borrowing)."""
+    quota = ledger.queues[job.queue].quotas.get(job.flavor)
+    return quota is not None and ledger.usage(job.queue, job.flavor) - freed_gpus + job.gpus <= quota.nominal
 
 
 def state_fingerprint(job: Job, reason: PendingReason, candidates: Sequence[Job], ledger: QuotaLedger,
@@ -154,6 +153,25 @@ def plan_preemption(
     if domain_gpus is None:
         domain_gpus = {}
     ordered = _in_order(job, candidates, fleet, ledger, now, config, domain_gpus)
+    for attempt in _attempts(job, ordered, ledger):
+        plan = _plan_in_best_domain(job, attempt, fleet, ledger, reason)
+        if plan is not None:
+            return plan
+    return None
+
+
+def _attempts(job: Job, ordered: list[_Candidate], ledger: QuotaLedger) -> list[list[_Candidate]]:
+    """Kueue's runs over the candidates. A job within its nominal quota as things stand reclaims first.
+    One that would borrow first tries its own queue's victims alone (it may borrow then), and only then
+    reclaim as well (a plan that reclaims must leave it within nominal)."""
+    within_queue = [c for c in ordered if c.rule == WITHIN_QUEUE]
+    if not within_queue or len(within_queue) == len(ordered) or _is_within_nominal(job, ledger):
+        return [ordered]
+    return [within_queue, ordered]
+
+
+def _plan_in_best_domain(job: Job, ordered: list[_Candidate], fleet: FleetState, ledger: QuotaLedger,
+                         reason: PendingReason) -> PreemptionPlan | None:
     quota_blocks = reason is PendingReason.QUOTA
     if quota_blocks and not _quota_can_be_met(job, ordered, ledger):
         return None
@@ -259,15 +277,24 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
     With no domain only quota is checked: the caller knows the gang fits the fleet as it is.
     """
     removed: list[_Candidate] = []
+    reclaimed = 0
     classes = fleet.tolerated_classes(job)
 
+    def take(candidate: _Candidate) -> None:
+        nonlocal reclaimed
+        _evict(candidate.job, fleet, ledger)
+        reclaimed += candidate.rule == RECLAIM
+
+    def put_back(candidate: _Candidate) -> None:
+        nonlocal reclaimed
+        _restore(candidate.job, fleet, ledger)
+        reclaimed -= candidate.rule == RECLAIM
+
     def fits() -> bool:
-        if domain is None:
-            return ledger.check(job).fits
-        return (
-            fleet.free_gpus_in(domain, classes) >= job.gpus
-            and ledger.check(job).fits
-            and fleet.place(job, within=domain) is not None
+        if not ledger.check(job).fits or (reclaimed and not _is_within_nominal(job, ledger)):
+            return False
+        return domain is None or (
+            fleet.free_gpus_in(domain, classes) >= job.gpus and fleet.place(job, within=domain) is not None
         )
 
     try:
@@ -277,7 +304,7 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
                 continue  # its queue is back within nominal: nothing left to reclaim from it
             if quota_fits and domain is not None and domain.key not in candidate.gpus_by_domain:
                 continue  # quota is met; a victim outside the domain frees no room the gang can use
-            _evict(candidate.job, fleet, ledger)
+            take(candidate)
             removed.append(candidate)
             if fits():
                 break
@@ -286,11 +313,11 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
             return None
         # The last victim taken was needed; the others go back, latest taken first, if the gang still fits.
         for candidate in reversed(removed[:-1]):
-            _restore(candidate.job, fleet, ledger)
+            put_back(candidate)
             if fits():
                 removed = [c for c in removed if c is not candidate]
             else:
-                _evict(candidate.job, fleet, ledger)
+                take(candidate)
         return list(removed)
     finally:
         for candidate in removed:
