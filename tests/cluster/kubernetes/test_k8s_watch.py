@@ -174,4 +174,4 @@ def test_a_job_that_loses_its_queue_label_leaves_the_workloads(fake, watcher, re
     fake.modify("jobs", NS, "llama-70b", lambda job: job["metadata"]["labels"].pop("gangway.dev/queue"))
 
     eventually(lambda: recorder.workloads[-1] == [])
-    assert watcher.objects["jobs"] == {}
+    assert watcher.labelled_workloads()["Job"] == []
