@@ -89,12 +89,16 @@ class TeamOut(serializers.Serializer):
     name = serializers.CharField()
     allotments = serializers.SerializerMethodField()
     queues = serializers.SerializerMethodField()
+    namespaces = serializers.SerializerMethodField(help_text="Kubernetes namespaces the team owns (set by an admin).")
 
     def get_allotments(self, team) -> dict[str, int]:
         return {a.flavor.name: a.gpus for a in team.allotments.all()}
 
     def get_queues(self, team) -> list[str]:
         return sorted(q.name for q in team.queues.all())
+
+    def get_namespaces(self, team) -> list[str]:
+        return sorted(ns.name for ns in team.namespaces.all())
 
 
 class QueueOut(serializers.Serializer):

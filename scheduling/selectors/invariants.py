@@ -118,9 +118,10 @@ def _cluster_disagrees(cluster, now: float) -> list[str]:
     """Released gangs must run the generation Gangway recorded; stopped jobs must not run at all."""
     jobs = list(
         Job.objects.filter(admission_generation__gt=0).exclude(state__in=["succeeded", "failed"])
-        .values("id", "state", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name")
+        .values("id", "state", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "cluster_kind")
     )
-    refs = [WorkloadRef(job_id=j["id"], generation=j["applied_generation"], namespace=j["cluster_namespace"], name=j["cluster_name"]) for j in jobs]
+    refs = [WorkloadRef(job_id=j["id"], generation=j["applied_generation"], namespace=j["cluster_namespace"], name=j["cluster_name"],
+                        kind=j["cluster_kind"]) for j in jobs]
     statuses = cluster.workload_statuses(refs, now) if refs else {}
     problems = []
     for job in jobs:

@@ -68,7 +68,7 @@ def _validate_topology(errors: Errors, required: str | None, preferred: str | No
         errors.add("topology.preferred", f"{preferred!r} is coarser than the required level {required!r}; prefer the same or a finer level")
 
 
-def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -> None:
+def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict], flavor_name) -> None:
     if pod_template is None:
         if settings.GANGWAY_CLUSTER == "kubernetes":
             errors.add("pod_template", "required on a Kubernetes cluster: Gangway creates the gang's Job from it "
@@ -82,6 +82,26 @@ def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -
         errors.add("pod_template.spec.containers", "must be a non-empty list of containers, each with a name and an image")
     if len(pod_sets) > 1:
         errors.add("pod_sets", "a job with a pod template runs exactly one pod set (one batch/v1 Job)")
+    from scheduling.cluster.kubernetes.config import KubernetesSettings
+    from scheduling.cluster.kubernetes.templates import template_flavor
+
+    label = KubernetesSettings.from_env().flavor_label
+    selected = template_flavor(pod_template["spec"], label)
+    if selected and selected != flavor_name:
+        errors.add(f"pod_template.spec.nodeSelector.{label}", f"selects flavor {selected!r}, but the job asks for flavor {flavor_name!r}")
+
+
+def _pod_template_tolerations(pod_template: dict) -> list[dict]:
+    """The template's tolerations as a discovered Job's are read: the same translation for both paths."""
+    from scheduling.cluster.kubernetes.templates import template_tolerations
+
+    return [dict(t) for t in template_tolerations(pod_template["spec"])]
+
+
+def _team_namespace(team) -> str:
+    """Where the team's jobs are created: the first namespace it owns, else GANGWAY_NAMESPACE."""
+    owned = team.namespaces.order_by("name").values_list("name", flat=True).first()
+    return owned or settings.GANGWAY_NAMESPACE
 
 
 def workload_name(name: str, job_id: int) -> str:
@@ -138,7 +158,7 @@ def job_submit(
         errors.add("preemptible", "must be true or false")
     _validate_topology(errors, topology_required or None, topology_preferred or None)
     clean_pod_sets = _validate_pod_sets(errors, pod_sets)
-    _validate_pod_template(errors, pod_template, clean_pod_sets)
+    _validate_pod_template(errors, pod_template, clean_pod_sets, flavor_name)
 
     if flavor is not None and clean_pod_sets:
         fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))
@@ -174,9 +194,10 @@ def job_submit(
     job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user).save()
     if pod_template is not None:
         job.pod_template = pod_template
-        job.cluster_namespace = settings.GANGWAY_NAMESPACE
+        job.tolerations = _pod_template_tolerations(pod_template)
+        job.cluster_namespace = _team_namespace(queue.team)
         job.cluster_name = workload_name(job.name, job.pk)
-        job.save(update_fields=["pod_template", "cluster_namespace", "cluster_name"])
+        job.save(update_fields=["pod_template", "tolerations", "cluster_namespace", "cluster_name"])
         if settings.GANGWAY_CLUSTER == "kubernetes":
             transaction.on_commit(lambda: _create_workload_after_commit(job.pk))
     reconcile_after_commit()

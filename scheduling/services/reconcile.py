@@ -97,7 +97,8 @@ def _fault_after_commit(result: ReconcileResult) -> None:
 
 
 def _ref(job: dict, generation: int) -> WorkloadRef:
-    return WorkloadRef(job_id=job["id"], generation=generation, namespace=job["cluster_namespace"], name=job["cluster_name"])
+    return WorkloadRef(job_id=job["id"], generation=generation, namespace=job["cluster_namespace"], name=job["cluster_name"],
+                       kind=job["cluster_kind"])
 
 
 # 2 -- observe the cluster --------------------------------------------------------------------------
@@ -105,7 +106,8 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
     """Released gangs: all pods running → running; finished → succeeded/failed; lost → release again."""
     released = list(
         Job.objects.filter(state__in=HOLDING_STATES, applied_generation__gt=0).values(
-            "id", "state", "admission_generation", "applied_generation", "ready_pods", "cluster_namespace", "cluster_name"
+            "id", "state", "admission_generation", "applied_generation", "ready_pods", "cluster_namespace", "cluster_name",
+            "cluster_kind",
         )
     )
     if not released:
@@ -285,7 +287,7 @@ def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
     Keyed by (job id, admission generation), so a crash between commit and here is healed next pass.
     One job the cluster refuses (deleted meanwhile, API down) is logged and retried next pass; it never
     stops the others."""
-    fields = ("id", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "pod_template")
+    fields = ("id", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
     to_release = list(Job.objects.filter(state__in=HOLDING_STATES, admission_generation__gt=F("applied_generation")).values(*fields))
     if to_release:
         placements = defaultdict(list)
