@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 
 class Errors:
@@ -26,6 +26,18 @@ class Errors:
     def raise_if_any(self) -> None:
         if self.by_field:
             raise ValidationError(dict(self.by_field))
+
+
+def create_named(model, **values):
+    """Create a row whose `name` is unique. Two creates of one name at once: the loser gets the same 400 as a
+    create after the other committed (its INSERT waited on the unique index), never an IntegrityError."""
+    try:
+        with transaction.atomic():
+            return model.objects.create(**values)
+    except IntegrityError:
+        if not model.objects.filter(name=values["name"]).exists():
+            raise
+        raise ValidationError({"name": [f"a {model._meta.verbose_name} named {values['name']!r} already exists"]}) from None
 
 
 def is_count(value) -> bool:

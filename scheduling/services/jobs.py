@@ -185,7 +185,8 @@ def job_submit(
 
 @transaction.atomic
 def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
-    """Cancel a job that has not finished; a released gang is suspended by the next pass's apply step."""
+    """Cancel a job that has not finished: its GPUs are free at once, and a released gang is suspended on the
+    cluster by the pass this asks for (the web holds no cluster credentials)."""
     job = Job.objects.select_for_update().select_related("queue").filter(pk=job_id).first()
     if job is None:
         raise Job.DoesNotExist(job_id)
@@ -194,10 +195,10 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     if JobState(job.state).is_final:
         raise ValidationError({"state": [f"job {job.pk} is already {job.state}"]})
     previous = job.state
-    job.state = JobState.CANCELLED.value
-    job.finished_at = to_datetime(time.time())
-    job.explanation = {}
-    job.save(update_fields=["state", "finished_at", "explanation"])
+    # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
+    # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation={})
+    job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
     reconcile_after_commit()

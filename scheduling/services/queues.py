@@ -9,7 +9,7 @@ from django.db.models import Sum
 from scheduling.core.model import PreemptionPolicy, QueueingStrategy
 from scheduling.models import Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
 from scheduling.permissions import can_edit_team_queues
-from scheduling.services.common import Errors, is_count, reconcile_after_commit
+from scheduling.services.common import Errors, create_named, is_count, reconcile_after_commit
 from scheduling.services.org import validate_name
 
 UNSET = object()
@@ -118,8 +118,8 @@ def queue_create(
         _check_allotments(errors, team=team, queue=None, quotas=clean)
     errors.raise_if_any()
     cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
-    queue = Queue.objects.create(
-        name=name, team=team, cohort=cohort, weight=float(weight), strategy=strategy, preemption_policy=preemption_policy
+    queue = create_named(
+        Queue, name=name, team=team, cohort=cohort, weight=float(weight), strategy=strategy, preemption_policy=preemption_policy
     )
     QueueUsage.objects.create(queue=queue)
     _save_quotas(queue, clean)
