@@ -14,6 +14,7 @@ from django.db.models import Max, Sum
 from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team
+from scheduling.pod_templates import pod_template_violations
 from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
 
 MAX_POD_SETS = 8
@@ -74,12 +75,8 @@ def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -
             errors.add("pod_template", "required on a Kubernetes cluster: Gangway creates the gang's Job from it "
                                        "(or create a suspended Job labelled gangway.dev/queue in the cluster)")
         return
-    if not isinstance(pod_template, dict) or not isinstance(pod_template.get("spec"), dict):
-        errors.add("pod_template", "must be a Kubernetes pod template: an object with a 'spec'")
-        return
-    containers = pod_template["spec"].get("containers")
-    if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) and c.get("name") and c.get("image") for c in containers):
-        errors.add("pod_template.spec.containers", "must be a non-empty list of containers, each with a name and an image")
+    for field, reason in pod_template_violations(pod_template):
+        errors.add(field, reason)
     if len(pod_sets) > 1:
         errors.add("pod_sets", "a job with a pod template runs exactly one pod set (one batch/v1 Job)")
 
