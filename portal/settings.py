@@ -66,6 +66,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.RejectNulInQueryMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -149,7 +150,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    # JSON only: a form body would silently drop nested fields such as `quotas` (415 instead).
+    "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.BoundedJSONParser"],
 }
+GANGWAY_API_MAX_BODY_BYTES = int(os.environ.get("GANGWAY_API_MAX_BODY_BYTES", str(1024 * 1024)))
+GANGWAY_API_MAX_JSON_DEPTH = int(os.environ.get("GANGWAY_API_MAX_JSON_DEPTH", "32"))
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Gangway API",

@@ -40,8 +40,14 @@ def create_named(model, **values):
         raise ValidationError({"name": [f"a {model._meta.verbose_name} named {values['name']!r} already exists"]}) from None
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest GPU count, pod count or number of seconds a row holds (PostgreSQL's integer)."""
+MAX_QUEUE_WEIGHT = 100.0
+
+
 def is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer (not a bool) a database integer column holds; the caller checks the lower bound."""
+    return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_COUNT
 
 
 def to_datetime(epoch_s: float) -> dt.datetime:
