@@ -231,14 +231,18 @@ def _cancel_deleted(*, cluster: Cluster, listed: set[tuple[str, str]], now: floa
     gone = [ref for ref in refs if (status := statuses.get(ref.job_id)) is not None and status.phase is WorkloadPhase.MISSING]
     if not gone:
         return []
-    ids = [ref.job_id for ref in gone]
-    Job.objects.filter(pk__in=ids, state=JobState.PENDING.value).update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation={})
+    # Compare-and-set per job: one admitted meanwhile is the pass's to handle, not cancelled here.
+    gone = [
+        ref for ref in gone
+        if Job.objects.filter(pk=ref.job_id, state=JobState.PENDING.value, applied_generation=0)
+        .update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation={})
+    ]
     JobEvent.objects.bulk_create(
         job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason="workload_deleted",
                   message=f"{ref.kind} {ref.namespace}/{ref.name} was deleted from the cluster")
         for ref in gone
     )
-    return ids
+    return [ref.job_id for ref in gone]
 
 
 # --- workloads Gangway creates ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.db.models import Max, Sum
 from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team
+from scheduling.pod_templates import pod_template_violations
 from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
 
 MAX_POD_SETS = 8
@@ -74,12 +75,8 @@ def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict], f
             errors.add("pod_template", "required on a Kubernetes cluster: Gangway creates the gang's Job from it "
                                        "(or create a suspended Job labelled gangway.dev/queue in the cluster)")
         return
-    if not isinstance(pod_template, dict) or not isinstance(pod_template.get("spec"), dict):
-        errors.add("pod_template", "must be a Kubernetes pod template: an object with a 'spec'")
-        return
-    containers = pod_template["spec"].get("containers")
-    if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) and c.get("name") and c.get("image") for c in containers):
-        errors.add("pod_template.spec.containers", "must be a non-empty list of containers, each with a name and an image")
+    for field, reason in pod_template_violations(pod_template):
+        errors.add(field, reason)
     if len(pod_sets) > 1:
         errors.add("pod_sets", "a job with a pod template runs exactly one pod set (one batch/v1 Job)")
     from scheduling.cluster.kubernetes.config import KubernetesSettings
@@ -206,7 +203,8 @@ def job_submit(
 
 @transaction.atomic
 def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
-    """Cancel a job that has not finished; a released gang is suspended by the next pass's apply step."""
+    """Cancel a job that has not finished: its GPUs are free at once, and a released gang is suspended on the
+    cluster by the pass this asks for (the web holds no cluster credentials)."""
     job = Job.objects.select_for_update().select_related("queue").filter(pk=job_id).first()
     if job is None:
         raise Job.DoesNotExist(job_id)
@@ -215,10 +213,10 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     if JobState(job.state).is_final:
         raise ValidationError({"state": [f"job {job.pk} is already {job.state}"]})
     previous = job.state
-    job.state = JobState.CANCELLED.value
-    job.finished_at = to_datetime(time.time())
-    job.explanation = {}
-    job.save(update_fields=["state", "finished_at", "explanation"])
+    # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
+    # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation={})
+    job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
     reconcile_after_commit()

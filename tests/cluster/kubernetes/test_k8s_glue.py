@@ -334,3 +334,17 @@ def test_the_watch_cluster_process_streams_nodes_and_jobs_into_the_database(fake
         process.terminate()
         process.wait(timeout=20)
         log.close()
+
+
+def test_a_discovered_job_stays_as_its_owner_made_it_even_where_a_submitted_template_would_be_refused(fake, kubeconfig, nodes):
+    watch_once()
+    the_vision_queue()
+    training = a_training_job(pods=1, queue="vision-main", annotations={"gangway.dev/flavor": H100})
+    training["spec"]["template"]["spec"].update(hostNetwork=True, serviceAccountName="trainer")
+    fake.create("jobs", training)
+
+    watch_once()
+
+    job = Job.objects.get()
+    assert job.state == JobState.PENDING and job.pod_template is None, "managed, not rewritten or re-checked"
+    assert fake.get("jobs", training["metadata"]["namespace"], training["metadata"]["name"])["spec"]["template"]["spec"]["hostNetwork"] is True
