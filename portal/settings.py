@@ -37,18 +37,20 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_htmx",
     "scheduling",
     "portal",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.staticserve.CollectedFirstWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -103,13 +105,16 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "portal.staticfinders.PlotlyFinder",
+    "portal.staticfinders.VendorFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# Vendored JavaScript carries its package's version in its name (portal/staticfinders.py): cached for ten years.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"/vendor/[a-z]+-[0-9][0-9A-Za-z.]*\.min\.js$"
+WHITENOISE_MAX_AGE = int(os.environ.get("GANGWAY_STATIC_MAX_AGE_S", "3600"))  # our own CSS and JS
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:job-list"

@@ -75,11 +75,14 @@ class UsageSeries:
 
     @property
     def mean_allocated_gpus(self) -> float:
-        return round(sum(p.allocated_gpus for p in self.points) / max(1, len(self.points)), 1)
+        """Over the bins in which it held GPUs (a job admitted ten minutes ago held 384, not 64 over the hour)."""
+        held = [p for p in self.points if p.allocated_gpus]
+        return round(sum(p.allocated_gpus for p in held) / max(1, len(held)), 1)
 
     @property
     def mean_used_gpus(self) -> float:
-        return round(sum(p.used_gpus for p in self.points) / max(1, len(self.points)), 1)
+        held = [p for p in self.points if p.allocated_gpus]
+        return round(sum(p.used_gpus for p in held) / max(1, len(held)), 1)
 
     def chart(self) -> dict:
         return {
@@ -128,6 +131,7 @@ def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) 
     """Four queries whatever the fleet's size: minutes with data, GPU-seconds per team, held jobs, their use in the grace period."""
     now, window = _window(now, window_s)
     collections = window.values("start").distinct().count()
+    covered_s = min(window_s, collections * 60.0) or window_s  # means over the minutes with data: a fresh install has only a few
     per_team = {
         row["team_id"]: row
         for row in window.exclude(team=None).values("team_id").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
@@ -139,8 +143,8 @@ def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) 
     teams = []
     for team in Team.objects.order_by("name"):
         row = per_team.get(team.pk, {"allocated": 0.0, "used": 0.0})
-        teams.append(TeamUsage(team=team.name, allocated_gpus=round(row["allocated"] / window_s, 2),
-                               used_gpus=round(row["used"] / window_s, 2), idle_gpus=idle_gpus.get(team.name, 0)))
+        teams.append(TeamUsage(team=team.name, allocated_gpus=round(row["allocated"] / covered_s, 2),
+                               used_gpus=round(row["used"] / covered_s, 2), idle_gpus=idle_gpus.get(team.name, 0)))
     return UsageReport(window_s=window_s, collections=collections, teams=teams, idle=idle,
                        idle_threshold_percent=settings.GANGWAY_IDLE_THRESHOLD_PERCENT, idle_grace_s=settings.GANGWAY_IDLE_GRACE_S)
 
