@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_htmx",
     "scheduling",
     "portal",
 ]
@@ -67,12 +68,13 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.RejectNulInQueryMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.staticserve.CollectedFirstWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -127,13 +129,16 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "portal.staticfinders.PlotlyFinder",
+    "portal.staticfinders.VendorFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# Vendored JavaScript carries its package's version in its name (portal/staticfinders.py): cached for ten years.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"/vendor/[a-z]+-[0-9][0-9A-Za-z.]*\.min\.js$"
+WHITENOISE_MAX_AGE = int(os.environ.get("GANGWAY_STATIC_MAX_AGE_S", "3600"))  # our own CSS and JS
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:job-list"
@@ -193,7 +198,10 @@ GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
 GANGWAY_RECONCILE_LOCK_TIMEOUT_S = int(os.environ.get("GANGWAY_RECONCILE_LOCK_TIMEOUT_S", "60"))
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
-GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(7 * 24 * 3600)))
+GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(8 * 24 * 3600)))
+GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTION_S", str(3 * 3600)))
+GANGWAY_IDLE_THRESHOLD_PERCENT = float(os.environ.get("GANGWAY_IDLE_THRESHOLD_PERCENT", "10"))
+GANGWAY_IDLE_GRACE_S = float(os.environ.get("GANGWAY_IDLE_GRACE_S", "600"))
 GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "30"))
 """A pending job's stored explanation is rewritten at most this often while its blocking level stays the same."""
 GANGWAY_ESTIMATE_INTERVAL_S = float(os.environ.get("GANGWAY_ESTIMATE_INTERVAL_S", "300"))

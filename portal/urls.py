@@ -1,7 +1,9 @@
-"""Top-level URLs: web pages, accounts, the REST API, its schema and docs, and the Django admin."""
+"""Top-level URLs: web pages, accounts, the REST API, its schema and docs, the Django admin and the favicon."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.accounts.views import GangwayLoginView
@@ -14,4 +16,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("admin/", admin.site.urls),
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
 ]

@@ -268,8 +268,8 @@ class PreemptionOut(serializers.Serializer):
 
 class TeamUsageOut(serializers.Serializer):
     team = serializers.CharField()
-    allocated_gpus = serializers.IntegerField()
-    used_gpus = serializers.FloatField(help_text="Utilisation-weighted GPUs, averaged over the window.")
+    allocated_gpus = serializers.FloatField(help_text="GPUs held, averaged over the window.")
+    used_gpus = serializers.FloatField(help_text="Utilisation-weighted GPUs, averaged over the window (never above allocated).")
     use_percent = serializers.FloatField(allow_null=True)
     idle_gpus = serializers.IntegerField()
 
@@ -286,5 +286,6 @@ class UsageOut(serializers.Serializer):
     window_s = serializers.FloatField()
     collections = serializers.IntegerField()
     idle_threshold_percent = serializers.FloatField()
+    idle_grace_s = serializers.FloatField()
     teams = TeamUsageOut(many=True)
     idle = IdleAllocationOut(many=True)

@@ -6,7 +6,7 @@ from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment,
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
-from scheduling.models.usage import GpuUsageSample, WorkloadRejection
+from scheduling.models.usage import GpuUsageSample, UsageRollup, WorkloadRejection
 
 __all__ = [
     "Cohort",
@@ -31,5 +31,6 @@ __all__ = [
     "Team",
     "TeamAllotment",
     "TeamNamespace",
+    "UsageRollup",
     "WorkloadRejection",
 ]
