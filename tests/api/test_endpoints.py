@@ -75,10 +75,11 @@ def test_queues_list_create_detail_patch(client_as):
             "quotas": {H100: {"nominal": 16, "borrowing_limit": None, "lending_limit": None}}}
     response = lead.patch("/api/v1/queues/vision-main/", {"quotas": {H100: {"nominal": 16}}}, format="json")
     assert response.status_code == 200 and response.json()["quotas"][H100]["nominal"] == 16
-    body["name"] = "vision-batch"
+    body.update(name="vision-batch", cohort=None)
     response = lead.post("/api/v1/queues/", body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["quotas"] == {H100: {"nominal": 16, "borrowing_limit": None, "lending_limit": None}}
+    response = client_as("admin").patch("/api/v1/queues/vision-batch/", {"cohort": "shared"}, format="json")
     assert response.json()["cohort"] == "shared"
     names = [q["name"] for q in lead.get("/api/v1/queues/").json()]
     assert names == ["language-main", "vision-batch", "vision-main"]
