@@ -196,7 +196,9 @@ GANGWAY_FLEET = os.environ.get("GANGWAY_FLEET", "")
 GANGWAY_RECONCILE_INTERVAL_S = float(os.environ.get("GANGWAY_RECONCILE_INTERVAL_S", "5"))
 GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
-GANGWAY_RECONCILE_LOCK_TIMEOUT_S = int(os.environ.get("GANGWAY_RECONCILE_LOCK_TIMEOUT_S", "60"))
+GANGWAY_RECONCILE_LOCK_LEASE_S = float(os.environ.get("GANGWAY_RECONCILE_LOCK_LEASE_S", "6"))
+"""The reconcile lock is a lease its holder renews every third of this while the pass runs: a killed holder
+stalls admissions for at most this long."""
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
 GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(8 * 24 * 3600)))
 GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTION_S", str(3 * 3600)))
