@@ -55,6 +55,7 @@ JOB_FIELDS = (
     "evictions",
     "backoff_until",
     "preempted_by_id",
+    "admission_generation",
 )
 
 
@@ -64,6 +65,8 @@ class SnapshotContext:
 
     pod_set_ids: dict[tuple[int, str], int] = field(default_factory=dict)
     gpus_in_use_by_queue: dict[str, int] = field(default_factory=dict)
+    versions: dict[int, tuple[str, int]] = field(default_factory=dict)
+    """Each job's (state, admission generation) as snapshotted: what the persist step expects to change."""
 
 
 def _epoch(moment) -> float | None:
@@ -125,6 +128,7 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
                 placements[pl["job_id"]].append(PodPlacement(pod_set=pl["pod_set__name"], index=pl["pod_index"], node=pl["node__name"]))
     jobs = []
     for row in rows:
+        context.versions[row["id"]] = (row["state"], row["admission_generation"])
         job_pod_sets = tuple(pod_sets[row["id"]])
         pods = sum(ps.count for ps in job_pod_sets)
         jobs.append(
