@@ -6,8 +6,11 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from portal.accounts.views import GangwayLoginView
+
 urlpatterns = [
     path("", include("portal.web.urls")),
+    path("accounts/login/", GangwayLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include("portal.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -2,7 +2,7 @@
 
 from scheduling.models.fleet import FleetSettings, Node, ReconcileState
 from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
-from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment
+from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
@@ -30,6 +30,7 @@ __all__ = [
     "SimulatedWorkload",
     "Team",
     "TeamAllotment",
+    "TeamNamespace",
     "UsageRollup",
     "WorkloadRejection",
 ]
