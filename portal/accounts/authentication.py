@@ -7,6 +7,7 @@ import datetime as dt
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from knox.auth import TokenAuthentication
 from rest_framework import exceptions
 
@@ -38,3 +39,14 @@ def _record_use(token) -> None:
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         type(token).objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+
+
+class NamedTokenScheme(OpenApiAuthenticationExtension):
+    """How the OpenAPI schema describes the token header."""
+
+    target_class = NamedTokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Token <token>`: create one on your profile page"}
