@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scheduling", "0003_harden_lost_races"),
+        ("scheduling", "0004_merge_session9a"),
     ]
 
     operations = [
