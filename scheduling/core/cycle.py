@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass, field
 
 from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
     Admission,
     CycleResult,
@@ -19,6 +20,7 @@ from scheduling.core.model import (
     Snapshot,
     Verdict,
 )
+from scheduling.core.payoff import unpaid_preemption
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption
 from scheduling.core.quota import QuotaLedger
@@ -91,15 +93,16 @@ class _Cycle:
         for job in self.snapshot.pending:
             self.by_queue.setdefault(job.queue, []).append(job)
         for jobs in self.by_queue.values():
-            sort_queue(jobs)
+            sort_queue(jobs, self.config.service_levels_gpu_h)
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
         """Yield queue names lowest share first, re-ranking a queue after each of its admissions."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
+        levels = self.config.service_levels_gpu_h
         heap = [
-            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0]), name)
+            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0], levels), name)
             for name in self.by_queue
             if name in queues
         ]
@@ -116,7 +119,7 @@ class _Cycle:
             jobs = self.by_queue[name]
             if self.last_admitted and self.cursor[name] < len(jobs):
                 head = jobs[self.cursor[name]]
-                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head), name))
+                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels), name))
 
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
@@ -238,6 +241,8 @@ class _Cycle:
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
+        candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
+                                            protected=self.protected, already=candidates)
         plan = plan_preemption(
             job,
             candidates=candidates,
@@ -250,6 +255,11 @@ class _Cycle:
         )
         if plan is None:
             return reason, message
+        if self.config.preempt_only_when_it_pays:
+            victims = [self.holding[victim.job_id] for victim in plan.victims]
+            unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now)
+            if unpaid is not None:
+                return reason, f"{message}; {unpaid}"
         approved = self.snapshot.approved_preemptions.get(job.id)
         waits = needs_approval(plan, job, self.config, approved)
         self.preemptions.append(PlannedPreemption(plan, waits))

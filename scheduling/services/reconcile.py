@@ -157,11 +157,18 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
                                    *(e.job_id for e in decisions.evictions)]).values_list("id", "state")
     )
 
+    stopped_ids = [*(v for a in decisions.admissions for v in a.preempted), *(e.job_id for e in decisions.evictions)]
+    run_gpu_s = {
+        job_id: gpus * max(0.0, now - started_at.timestamp()) if started_at is not None else 0.0
+        for job_id, gpus, started_at in Job.objects.filter(pk__in=stopped_ids).values_list("id", "gpus", "started_at")
+    }
+
     # Evictions first: they free GPUs the admissions below may use.
     for eviction in decisions.evictions:
         _requeue(eviction.job_id, from_state=states.get(eviction.job_id, JobState.ADMITTED), via=JobState.EVICTED,
                  reason="pods_not_ready", message=eviction.message, events=events,
-                 extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until)})
+                 extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until),
+                        "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(eviction.job_id, 0.0)})
         result.evicted.append(eviction.job_id)
 
     placements = []
@@ -169,7 +176,8 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         for victim_id in admission.preempted:
             _requeue(victim_id, from_state=states.get(victim_id, JobState.RUNNING), via=JobState.PREEMPTED,
                      reason="preempted", message=f"preempted to make room for job {admission.job_id}", events=events,
-                     extra={"preempted_by_id": admission.job_id})
+                     extra={"preempted_by_id": admission.job_id,
+                            "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(victim_id, 0.0)})
             result.preempted.append(victim_id)
         Placement.objects.filter(job_id=admission.job_id).delete()
         Job.objects.filter(pk=admission.job_id).update(
