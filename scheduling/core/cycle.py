@@ -22,7 +22,7 @@ from scheduling.core.model import (
 )
 from scheduling.core.payoff import unpaid_preemption
 from scheduling.core.placement import FleetState
-from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption
+from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.quota import QuotaLedger
 from scheduling.core.readiness import gangs_not_ready
 from scheduling.core.reasons import fit_failure_message
@@ -85,6 +85,7 @@ class _Cycle:
         self.quota_failures: dict[tuple, str] = {}
         self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
         self.preempting_queues: set[str] = set()
+        self.plans_made = 0
         self.domain_gpus: dict[int, dict[str, int]] = {}
 
     # 3 ---------------------------------------------------------------------------------------
@@ -232,38 +233,26 @@ class _Cycle:
         # expensive step, and the jobs behind it are served by the next cycle.
         self.preempting_queues.add(job.queue)
         queue = self.snapshot.queues[job.queue]
-        if (
-            not self.config.preemption_enabled
-            or not queue.preemption.may_preempt_within_queue
-            or len(self.preempting_queues) > self.config.max_preemption_plans_per_cycle
-        ):
+        if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
+            return reason, message
+        awaiting = self.snapshot.awaiting_plans.get(job.id)
+        if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
             return reason, message
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
         candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
                                             protected=self.protected, already=candidates)
-        plan = plan_preemption(
-            job,
-            candidates=candidates,
-            fleet=self.fleet,
-            ledger=self.ledger,
-            now=self.snapshot.now,
-            config=self.config,
-            reason=reason,
-            domain_gpus=self.domain_gpus,
-        )
-        if plan is None:
+        planned = self.plan_or_keep(job, reason, candidates, awaiting) if candidates else None
+        if planned is None:
             return reason, message
+        plan = planned.plan
         if self.config.preempt_only_when_it_pays:
-            victims = [self.holding[victim.job_id] for victim in plan.victims]
-            unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now)
+            unpaid = unpaid_preemption(plan, job, [self.holding[v.job_id] for v in plan.victims], self.snapshot.now)
             if unpaid is not None:
                 return reason, f"{message}; {unpaid}"
-        approved = self.snapshot.approved_preemptions.get(job.id)
-        waits = needs_approval(plan, job, self.config, approved)
-        self.preemptions.append(PlannedPreemption(plan, waits))
-        if waits:
+        self.preemptions.append(planned)
+        if planned.needs_approval:
             return (
                 PendingReason.AWAITING_APPROVAL,
                 f"{message}; a preemption of {len(plan.victims)} job(s) costing {plan.cost_gpu_hours:.1f} "
@@ -280,6 +269,41 @@ class _Cycle:
             raise AssertionError(f"preemption plan for job {job.id} does not make room")
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
         return None
+
+    def plan_or_keep(
+        self, job: Job, reason: PendingReason, candidates: list[Job], awaiting: PlannedPreemption | None
+    ) -> PlannedPreemption | None:
+        """The head's plan: the one awaiting an admin while the state it was planned on holds (that costs
+        no planning budget, so the heads behind it get their turn), else a new one while the budget lasts."""
+        approved = self.snapshot.approved_preemptions.get(job.id)
+        is_still_proposable = (
+            awaiting is not None
+            and awaiting.plan.victim_ids <= {c.id for c in candidates}
+            and needs_approval(awaiting.plan, job, self.config, approved)
+        )
+        if is_still_proposable:
+            fingerprint = state_fingerprint(job, reason, candidates, self.ledger, self.fleet, awaiting.plan.domain)
+            if fingerprint == awaiting.fingerprint:
+                return awaiting
+        if self.plans_made >= self.config.max_preemption_plans_per_cycle:
+            # Out of budget: a changed state's plan stays proposed as it is until the head's turn comes.
+            return awaiting if is_still_proposable else None
+        self.plans_made += 1
+        plan = plan_preemption(
+            job,
+            candidates=candidates,
+            fleet=self.fleet,
+            ledger=self.ledger,
+            now=self.snapshot.now,
+            config=self.config,
+            reason=reason,
+            domain_gpus=self.domain_gpus,
+        )
+        if plan is None:
+            return None
+        if not needs_approval(plan, job, self.config, approved):
+            return PlannedPreemption(plan, False)
+        return PlannedPreemption(plan, True, state_fingerprint(job, reason, candidates, self.ledger, self.fleet, plan.domain))
 
     def forget_failures(self) -> None:
         self.fit_failures.clear()

@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("scheduling", "0002_cluster_workloads_and_usage"),
+        ("scheduling", "0004_merge_session9a"),
     ]
 
     operations = [
