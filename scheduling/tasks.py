@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 
 from celery import shared_task
 from django.conf import settings
@@ -15,27 +17,46 @@ from scheduling.services.usage import usage_collect
 from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
+logger = logging.getLogger("scheduling.tasks")
 
 
 @contextlib.contextmanager
 def reconcile_lock(key: str = LOCK_KEY):
-    """Yield True when this process holds the pass. On Redis: a lock taken without blocking; on the
-    embedded broker the database row lock inside the pass serialises concurrent runs."""
+    """Yield True when this process holds the pass. On Redis: a lease taken without blocking, renewed by a
+    heartbeat while the pass runs, so a holder that dies (SIGKILL) frees it within GANGWAY_RECONCILE_LOCK_LEASE_S;
+    on the embedded broker the database row lock inside the pass serialises concurrent runs."""
     broker = settings.CELERY_BROKER_URL
     if not broker.startswith(("redis://", "rediss://")):
         yield True
         return
     import redis
 
+    lease_s = settings.GANGWAY_RECONCILE_LOCK_LEASE_S
     client = redis.Redis.from_url(broker)
-    lock = client.lock(key, timeout=settings.GANGWAY_RECONCILE_LOCK_TIMEOUT_S, blocking=False)
+    lock = client.lock(key, timeout=lease_s, blocking=False, thread_local=False)  # the heartbeat thread renews it
     acquired = lock.acquire(blocking=False)
+    if not acquired:
+        yield False
+        return
+    done = threading.Event()
+    heartbeat = threading.Thread(target=_renew, args=(lock, lease_s, done), name=f"lease {key}", daemon=True)
+    heartbeat.start()
     try:
-        yield acquired
+        yield True
     finally:
-        if acquired:
-            with contextlib.suppress(Exception):
-                lock.release()
+        done.set()
+        heartbeat.join()
+        with contextlib.suppress(Exception):
+            lock.release()
+
+
+def _renew(lock, lease_s: float, done: threading.Event) -> None:
+    """Extend the lease to a full `lease_s` every third of it until the pass is done."""
+    while not done.wait(lease_s / 3):
+        try:
+            lock.reacquire()
+        except Exception:  # noqa: BLE001 - lost (expired or Redis down): the database row lock still serialises passes
+            logger.warning("reconcile lock %s: renewing the lease failed", lock.name, exc_info=True)
 
 
 @shared_task(name="scheduling.tasks.reconcile", ignore_result=True)

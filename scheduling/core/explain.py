@@ -425,10 +425,13 @@ class Explainer:
         if len(borrowers) > 3:
             who += ", …"
         if check.limit == QuotaLimit.LENT_OUT:
+            reclaimable = self._reclaimable_gpus(borrowers, job.flavor)
+            how = ("and reclaimable by preemption" if reclaimable >= check.short_by else
+                   f"but only {reclaimable} of it is reclaimable by preemption (non-preemptible jobs hold the rest)")
             message = (
                 f"needs {check.requested} {job.flavor} GPUs within queue {job.queue}'s nominal quota {check.nominal} "
                 f"({check.used} in use, {unused_nominal} unused); {lent_out} of it is lent out to the cohort "
-                f"({who}) and reclaimable by preemption → {check.short_by} short now"
+                f"({who}) {how} → {check.short_by} short now"
             )
         elif check.limit == QuotaLimit.COHORT_EXHAUSTED and lent_out:
             beyond = check.used + check.requested - check.nominal
@@ -452,6 +455,16 @@ class Explainer:
             cohort=queue.cohort, cohort_can_lend=check.cohort_can_lend, room=check.room, short_by=check.short_by,
             lent_out=lent_out, borrowers=borrowers, message=message,
         )
+
+    def _reclaimable_gpus(self, borrowers: tuple[tuple[str, int], ...], flavor: str) -> int:
+        """GPUs the borrowing queues hold with preemptible jobs, up to what each borrows: what reclaiming can free.
+        (Non-preemptible jobs never borrow; ones admitted before that rule may still hold lent quota.)"""
+        borrowed = dict(borrowers)
+        preemptible: dict[str, int] = {}
+        for other in self.snapshot.admitted:
+            if other.queue in borrowed and other.flavor == flavor and other.is_preemptible:
+                preemptible[other.queue] = preemptible.get(other.queue, 0) + other.gpus
+        return sum(min(gpus, preemptible.get(name, 0)) for name, gpus in borrowed.items())
 
     def _borrowers(self, queue: Queue, flavor: str) -> tuple[tuple[str, int], ...]:
         if queue.cohort is None:
@@ -619,8 +632,8 @@ class Explainer:
         quota = queue.quotas.get(job.flavor)
         if quota is None:
             return True
-        if queue.cohort is None:
-            ceiling = quota.nominal
+        if queue.cohort is None or not job.is_preemptible:
+            ceiling = quota.nominal  # a non-preemptible job never borrows
         else:
             pool = self.ledger.pool_size.get((cohort_of(queue), job.flavor), 0)
             reachable = quota.nominal - lendable(quota) + pool
@@ -683,6 +696,12 @@ class Explainer:
                     f"{flavor_quota.borrowing_limit} to {new_limit}: the cohort {queue.cohort} can lend it now "
                     f"(idle quota of {', '.join(lenders) or 'the cohort'}, reclaimable by its owners)",
                 ))
+        elif quota.limit == QuotaLimit.NOT_PREEMPTIBLE:
+            fixes.append(Fix(
+                Action.RAISE_QUOTA, 0.0, (), False,
+                f"a lead of team {queue.team} raises queue {queue.name}'s {job.flavor} nominal quota by at least "
+                f"{max(quota.short_by, 1)} (within the team's allotment); or resubmit the job preemptible, so it may borrow",
+            ))
         elif quota.limit in (QuotaLimit.NOMINAL, QuotaLimit.NO_QUOTA):
             fixes.append(Fix(
                 Action.RAISE_QUOTA, 0.0, (), False,
