@@ -17,6 +17,7 @@ from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue, Team
 from scheduling.permissions import can_cancel_job, can_edit_team_queues, is_admin, team_ids_of
+from scheduling.selectors.glance import queue_glance
 from scheduling.selectors.preemption import PLAN_VIEWS
 from scheduling.selectors.usage import GROUPINGS, WINDOWS
 from scheduling.selectors.explanations import job_explanation_get
@@ -176,8 +177,10 @@ def queue_list(request):
         queue.quota_rows = [
             {"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0)} for quota in queue.quotas.all()
         ]
+    glances, borrowing = queue_glance(user=request.user)
     return render(request, "web/queue_list.html", {
         "queues": queues, "allotments": selectors.allotment_rows(), "is_admin": is_admin(request.user),
+        "glances": glances, "borrowing": borrowing,
     })
 
 
