@@ -18,6 +18,7 @@ from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue, Team
 from scheduling.permissions import can_cancel_job, can_edit_team_queues, is_admin, team_ids_of
 from scheduling.selectors.glance import queue_glance
+from scheduling.selectors.history import queue_history
 from scheduling.selectors.preemption import PLAN_VIEWS
 from scheduling.selectors.usage import GROUPINGS, WINDOWS
 from scheduling.selectors.explanations import job_explanation_get
@@ -290,3 +291,19 @@ def preemption_decide(request, pk: int, decision: str):
     except (PermissionDenied, ValidationError) as error:
         messages.error(request, " ".join(getattr(error, "messages", [str(error)])))
     return redirect("web:preemption-list")
+
+
+@login_required
+def history(request):
+    """Waits, admissions and preemptions per queue and day over the last week, from job events."""
+    rows = queue_history(days=7)
+    days = sorted({row.day for row in rows})
+    series: dict[str, dict[str, list]] = {}
+    for row in rows:
+        queue = series.setdefault(row.queue, {k: [None] * len(days) for k in ("p50_min", "p95_min", "admissions", "preemptions")})
+        i = days.index(row.day)
+        queue["p50_min"][i] = None if row.p50_wait_s is None else round(row.p50_wait_s / 60, 1)
+        queue["p95_min"][i] = None if row.p95_wait_s is None else round(row.p95_wait_s / 60, 1)
+        queue["admissions"][i], queue["preemptions"][i] = row.admissions, row.preemptions
+    chart = {"days": [d.isoformat() for d in days], "queues": series}
+    return render(request, "web/history.html", {"rows": rows, "chart": chart})
