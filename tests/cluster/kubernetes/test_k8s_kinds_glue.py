@@ -223,7 +223,7 @@ def test_a_submitted_pod_template_keeps_its_tolerations_and_goes_to_the_teams_na
         }, format="json")
     assert response.status_code == 201, response.json()
     job = Job.objects.get()
-    assert response.json()["workload"] == {"namespace": "vision-jobs", "name": f"tolerant-{job.pk}"}
+    assert response.json()["workload"] == {"kind": "Job", "namespace": "vision-jobs", "name": f"tolerant-{job.pk}"}
     watch_once()
     assert Job.objects.get().tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "", "effect": "NoSchedule"}]
 
