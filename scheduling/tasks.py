@@ -39,11 +39,15 @@ def reconcile_lock(key: str = LOCK_KEY):
 
 
 @shared_task(name="scheduling.tasks.reconcile", ignore_result=True)
-def reconcile() -> dict:
+def reconcile(after_write: bool = False) -> dict:
+    """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
+    start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
     with reconcile_lock() as acquired:
         if not acquired:
             return {"skipped": True}
         result = admission_cycle_run()
+    if after_write or result.admitted or result.finished or result.preempted or result.evicted:
+        refresh_estimates.delay()
     return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}
 
 

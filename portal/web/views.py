@@ -165,8 +165,12 @@ def fleet(request):
 @login_required
 def queue_list(request):
     queues = selectors.queue_list()
+    idle_gpus: dict[str, int] = {}
+    for allocation in selectors.idle_allocations(user=request.user):
+        idle_gpus[allocation.queue] = idle_gpus.get(allocation.queue, 0) + allocation.gpus
     for queue in queues:
         queue.can_edit = can_edit_team_queues(request.user, queue.team_id)
+        queue.idle_gpus = idle_gpus.get(queue.name, 0)
         usage = getattr(queue, "usage", None)
         queue.usage_gpu_hours = usage.usage_gpu_s / 3600 if usage else None
         queue.quota_rows = [

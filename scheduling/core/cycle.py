@@ -232,10 +232,13 @@ class _Cycle:
         queue = self.snapshot.queues[job.queue]
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return reason, message
+        awaiting = self.snapshot.awaiting_plans.get(job.id)
+        if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
+            return reason, message
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
-        planned = self.plan_or_keep(job, reason, candidates) if candidates else None
+        planned = self.plan_or_keep(job, reason, candidates, awaiting) if candidates else None
         if planned is None:
             return reason, message
         plan = planned.plan
@@ -258,10 +261,11 @@ class _Cycle:
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
         return None
 
-    def plan_or_keep(self, job: Job, reason: PendingReason, candidates: list[Job]) -> PlannedPreemption | None:
+    def plan_or_keep(
+        self, job: Job, reason: PendingReason, candidates: list[Job], awaiting: PlannedPreemption | None
+    ) -> PlannedPreemption | None:
         """The head's plan: the one awaiting an admin while the state it was planned on holds (that costs
         no planning budget, so the heads behind it get their turn), else a new one while the budget lasts."""
-        awaiting = self.snapshot.awaiting_plans.get(job.id)
         approved = self.snapshot.approved_preemptions.get(job.id)
         is_still_proposable = (
             awaiting is not None

@@ -153,6 +153,10 @@ class QuotaLedger:
     def remove(self, job: Job) -> None:
         self._shift(job, -job.gpus)
 
+    def shift(self, job: Job, gpus: int) -> None:
+        """Add `gpus` (negative: remove) to the usage of `job`'s queue and flavor: many jobs of one queue at once."""
+        self._shift(job, gpus)
+
     def _shift(self, job: Job, delta: int) -> None:
         queue = self.queues.get(job.queue)
         key = (job.queue, job.flavor)

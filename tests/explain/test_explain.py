@@ -28,8 +28,10 @@ def test_quota_names_the_nominal_limit_with_the_numbers():
     assert (e.quota.limit, e.quota.requested, e.quota.nominal, e.quota.used, e.quota.short_by) == ("nominal", 16, 8, 0, 8)
     assert e.summary.startswith("needs 16 H100 GPUs; queue q has nominal 8, 0 in use")
     assert e.fit.fits  # the later levels' facts are still given
-    assert [f.action for f in e.fixes] == ["raise_quota"]  # waiting never helps: 16 > 8 forever
+    assert [f.action for f in e.fixes] == ["raise_quota", "shrink"]  # waiting never helps: 16 > 8 forever
+    assert e.fixes[1].detail.startswith("shrink worker to 1 pods (8 GPUs, 8 fewer)")
     assert e.never_fits
+    assert e.headline == "Queue q has 8 free H100 GPUs of its 8 and this job needs 16; waiting alone will never start it."
 
 
 def test_quota_lent_out_says_how_much_of_the_nominal_is_lent_and_reclaimable():
