@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass, field
 
 from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
     Admission,
     CycleResult,
@@ -19,6 +20,7 @@ from scheduling.core.model import (
     Snapshot,
     Verdict,
 )
+from scheduling.core.payoff import unpaid_preemption
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.quota import QuotaLedger
@@ -92,15 +94,16 @@ class _Cycle:
         for job in self.snapshot.pending:
             self.by_queue.setdefault(job.queue, []).append(job)
         for jobs in self.by_queue.values():
-            sort_queue(jobs)
+            sort_queue(jobs, self.config.service_levels_gpu_h)
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
         """Yield queue names lowest share first, re-ranking a queue after each of its admissions."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
+        levels = self.config.service_levels_gpu_h
         heap = [
-            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0]), name)
+            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0], levels), name)
             for name in self.by_queue
             if name in queues
         ]
@@ -117,7 +120,7 @@ class _Cycle:
             jobs = self.by_queue[name]
             if self.last_admitted and self.cursor[name] < len(jobs):
                 head = jobs[self.cursor[name]]
-                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head), name))
+                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels), name))
 
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
@@ -238,10 +241,16 @@ class _Cycle:
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
+        candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
+                                            protected=self.protected, already=candidates)
         planned = self.plan_or_keep(job, reason, candidates, awaiting) if candidates else None
         if planned is None:
             return reason, message
         plan = planned.plan
+        if self.config.preempt_only_when_it_pays:
+            unpaid = unpaid_preemption(plan, job, [self.holding[v.job_id] for v in plan.victims], self.snapshot.now)
+            if unpaid is not None:
+                return reason, f"{message}; {unpaid}"
         self.preemptions.append(planned)
         if planned.needs_approval:
             return (

@@ -198,6 +198,12 @@ def _pods_by_job(job_ids: list[int]) -> dict[int, int]:
 
 
 # 3 -- persist the decisions ------------------------------------------------------------------------
+def _current_run_gpu_s(job_ids: list[int], now: float) -> dict[int, float]:
+    """GPU-seconds of each stopping job's current run: added to its attained service (core.attained)."""
+    rows = Job.objects.filter(pk__in=job_ids, started_at__isnull=False).values_list("id", "gpus", "started_at")
+    return {job_id: gpus * max(0.0, now - started_at.timestamp()) for job_id, gpus, started_at in rows}
+
+
 def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, result: ReconcileResult) -> None:
     """Every decision is a compare-and-set against the job as snapshotted (see _transition): a job cancelled
     while the pass ran stays cancelled, and an admission that lost its race preempts nobody."""
@@ -205,12 +211,15 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
     events = []
     versions = context.versions
     node_ids = dict(Node.objects.values_list("name", "id"))
+    run_gpu_s = _current_run_gpu_s([*(v for a in decisions.admissions for v in a.preempted),
+                                    *(e.job_id for e in decisions.evictions)], now)
 
     # Evictions first: they free GPUs the admissions below may use.
     for eviction in decisions.evictions:
         if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason="pods_not_ready",
                     message=eviction.message, events=events, result=result,
-                    extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until)}):
+                    extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until),
+                           "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(eviction.job_id, 0.0)}):
             result.evicted.append(eviction.job_id)
 
     placements = []
@@ -226,7 +235,8 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             victim_id for victim_id in admission.preempted
             if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason="preempted",
                         message=f"preempted to make room for job {admission.job_id}", events=events, result=result,
-                        extra={"preempted_by_id": admission.job_id})
+                        extra={"preempted_by_id": admission.job_id,
+                               "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(victim_id, 0.0)})
         ]
         result.preempted.extend(preempted)
         placements.extend(_placement_rows(admission.job_id, admission.placement, context, node_ids))

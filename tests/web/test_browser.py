@@ -80,7 +80,7 @@ def test_a_researcher_submits_and_sees_the_admission_arrive_without_reloading(pa
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == 24
 
 
-def test_use_over_time_charts_render_with_data_and_no_errors(page, org):
+def test_use_over_time_and_history_charts_render_with_data_and_no_errors(page, org):
     from scheduling.services import job_submit, usage_collect
 
     for team in ("vision", "language"):
@@ -105,6 +105,11 @@ def test_use_over_time_charts_render_with_data_and_no_errors(page, org):
     page.click("#usage-charts a.choice:text-is('flavor')")  # htmx swaps in the per-flavor charts, drawn again
     page.wait_for_selector("#usage-charts figcaption:has-text('H100-80GB')")
     page.wait_for_selector("#usage-charts [data-usage-chart][data-rendered=true]")
+
+    page.goto("/history/")  # the admissions of this test, per queue and day
+    page.wait_for_selector("#history-waits[data-rendered=true]")
+    page.wait_for_selector("#history-counts[data-rendered=true]")
+    assert page.locator("#history-counts .trace").count() == 2
     assert problems == []
 
 
