@@ -19,7 +19,7 @@ from scheduling.core.model import JobState
 from scheduling.models import (
     Cohort, FleetSettings, Flavor, GpuUsageSample, Job, JobEvent, Membership, Node, Placement, PlanStatus, PodSet,
     PreemptionPlan, PreemptionVictim, Queue, QueueQuota, QueueUsage, ReconcileState, Role, SimulatedWorkload, Team,
-    TeamAllotment,
+    TeamAllotment, UsageRollup,
 )
 from scheduling.services.common import to_datetime
 
@@ -71,12 +71,12 @@ def scale_build(scale: Scale, *, now: float) -> Built:
         next_id = _pending_jobs(scale, rng, queues, researchers, flavor, now, next_id)
         finished_first = next_id
         next_id = _finished_jobs(scale, rng, queues, researchers, flavor, now, next_id)
-        _usage_samples(scale, rng, running, queues, now)
+        _usage_samples(scale, rng, running, flavor.pk, now)
         _plans(rng, running, pending_first, finished_first, now)
         _sequences_reset()
     ReconcileState.objects.get_or_create(pk=1)
-    for table in ("scheduling_job", "scheduling_podset", "scheduling_placement", "scheduling_gpuusagesample", "scheduling_jobevent"):
-        _analyze(table)
+    for model in (Job, PodSet, Placement, GpuUsageSample, UsageRollup, JobEvent):
+        _analyze(model._meta.db_table)
     return Built(
         admin=admin, researcher=researchers[0][0], queue_names=[q.name for q in queues],
         pending_job_id=pending_first + scale.pending // 2, deep_job_id=finished_first + (next_id - finished_first) // 2,
@@ -119,14 +119,14 @@ def _job_row(job_id, *, owner_id, queue_id, flavor_id, name, gpus, state, submit
              generation=0, ready_pods=0):
     return (job_id, owner_id, queue_id, name, flavor_id, priority, topology_required, "", runtime_limit_s,
             checkpoint_interval_s, True, "[]", state, gpus, submitted_at, admitted_at, started_at, finished_at,
-            generation, generation, ready_pods, 0, None, None, False, "{}", "", "", None)
+            generation, generation, ready_pods, 0, None, None, False, "{}", "", "", "Job", None)
 
 
 JOB_COLUMNS = ("id", "owner_id", "queue_id", "name", "flavor_id", "priority", "topology_required", "topology_preferred",
                "runtime_limit_s", "checkpoint_interval_s", "is_preemptible", "tolerations", "state", "gpus",
                "submitted_at", "admitted_at", "started_at", "finished_at", "admission_generation",
                "applied_generation", "ready_pods", "evictions", "backoff_until", "preempted_by_id", "is_borrowing",
-               "explanation", "cluster_namespace", "cluster_name", "pod_template")
+               "explanation", "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
 POD_SET_COLUMNS = ("id", "job_id", "name", "count", "gpus_per_pod")
 EVENT_COLUMNS = ("job_id", "from_state", "to_state", "actor_id", "reason", "message", "created_at")
 
@@ -153,7 +153,7 @@ def _running_jobs(scale, rng, queues, researchers, flavor, nodes, now, next_id):
         workloads.append((next_id, 1, started, now - started + rng.uniform(600, 12 * 3600), 1, 1))
         events.append((next_id, "", "pending", user.pk, "submitted", "", to_datetime(started - 30)))
         events.append((next_id, "pending", "admitted", None, "admitted", "1 pods on 1 nodes", moment))
-        running.append((next_id, gpus, nodes[node_index].name, team.pk))
+        running.append((next_id, gpus, nodes[node_index].name, team.pk, queue.pk))
         allocated += gpus
         free -= gpus
         if free == 0:
@@ -214,7 +214,10 @@ def _finished_jobs(scale, rng, queues, researchers, flavor, now, next_id) -> int
     return next_id + count
 
 
-def _usage_samples(scale, rng, running, queues, now) -> None:
+ROLLUP_COLUMNS = ("start", "bucket_s", "job_id", "team_id", "queue_id", "flavor_id", "allocated_gpu_s", "used_gpu_s")
+
+
+def _usage_samples(scale, rng, running, flavor_id, now) -> None:
     """One sample per allocated GPU per minute over the last `usage_minutes`, as the collector writes them."""
     columns = ("at", "node_name", "gpu", "job_id", "team_id", "util_percent", "fb_used_mib")
     if connection.vendor == "postgresql":
@@ -227,13 +230,23 @@ def _usage_samples(scale, rng, running, queues, now) -> None:
                 f"JOIN {queue} q ON q.id = j.queue_id, generate_series(1, %s) m, generate_series(0, p.gpus - 1) g",
                 [now, scale.usage_minutes],
             )
+            # The collector's minute rollups of the same hour, one per job and minute (what the fleet page reads).
+            cursor.execute(
+                f"INSERT INTO {UsageRollup._meta.db_table} ({', '.join(ROLLUP_COLUMNS)}) "
+                f"SELECT to_timestamp(%s) - make_interval(mins => m), 60, j.id, q.team_id, j.queue_id, j.flavor_id, "
+                f"60.0 * j.gpus, 60.0 * j.gpus * random() FROM {job} j JOIN {queue} q ON q.id = j.queue_id, "
+                f"generate_series(1, %s) m WHERE j.state = 'running'",
+                [now, scale.usage_minutes],
+            )
         return
-    rows = []
+    rows, rollups = [], []
     for minute in range(scale.usage_minutes):
         at = to_datetime(now - 60 * (scale.usage_minutes - minute))
-        for job_id, gpus, node_name, team_id in running:
+        for job_id, gpus, node_name, team_id, queue_id in running:
             rows.extend((at, node_name, str(gpu), job_id, team_id, rng.uniform(0, 100), 40_000.0) for gpu in range(gpus))
+            rollups.append((at, 60, job_id, team_id, queue_id, flavor_id, 60.0 * gpus, rng.uniform(0, 60.0 * gpus)))
     _copy(GpuUsageSample, columns, rows)
+    _copy(UsageRollup, ROLLUP_COLUMNS, rollups)
 
 
 def _plans(rng, running, pending_first, finished_first, now) -> None:
@@ -242,7 +255,7 @@ def _plans(rng, running, pending_first, finished_first, now) -> None:
     for k in range(SUPERSEDED_PLANS + OPEN_PLANS):
         is_open = k >= SUPERSEDED_PLANS
         plan = PreemptionPlan.objects.create(
-            job_id=pending_first + k, domain="b00", reason="quota_reclaim", cost_gpu_hours=round(rng.uniform(1, 50), 3),
+            job_id=pending_first + k, domain="b00", reason="quota", cost_gpu_hours=round(rng.uniform(1, 50), 3),
             teams_affected=["team01", "team02"], needs_approval=is_open,
             status=PlanStatus.PROPOSED if is_open else PlanStatus.SUPERSEDED,
         )

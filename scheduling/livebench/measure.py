@@ -152,8 +152,10 @@ def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, 
 
 
 def local_client() -> Client:
+    """A test client this process's settings accept (allowed host; HTTPS, as production redirects to it)."""
     hosts = settings.ALLOWED_HOSTS
-    return Client(HTTP_HOST="localhost" if "localhost" in hosts or "*" in hosts or not hosts else hosts[0].lstrip("."))
+    host = "localhost" if "localhost" in hosts or "*" in hosts or not hosts else hosts[0].lstrip(".")
+    return Client(HTTP_HOST=host)
 
 
 # --- pages -----------------------------------------------------------------------------------------
@@ -164,7 +166,7 @@ def query_counts(*, admin, paths: dict[str, str]) -> dict[str, int]:
     counts = {}
     for name, path in paths.items():
         with CaptureQueriesContext(connection) as captured:
-            response = client.get(path)
+            response = client.get(path, secure=True)
         if response.status_code != 200:
             raise RuntimeError(f"GET {path}: HTTP {response.status_code}")
         counts[name] = len(captured)
@@ -178,9 +180,11 @@ class Http:
         self.base_url = base_url.rstrip("/")
         self.session_id, self.token = session_id, token
 
-    def session(self) -> requests.Session:
+    def session(self, *, with_cookie: bool = True) -> requests.Session:
+        """Without the cookie for writes: DRF would authenticate the session first and then demand a CSRF token."""
         session = requests.Session()
-        session.cookies.set("sessionid", self.session_id)
+        if with_cookie:
+            session.cookies.set("sessionid", self.session_id)
         session.headers["Authorization"] = f"Token {self.token}"
         return session
 
@@ -213,19 +217,21 @@ def pages_measure(http: Http, *, pages: dict[str, str], baseline_path: str, roun
 
 # --- submit ----------------------------------------------------------------------------------------
 def _clients_run(http: Http, *, clients: int, duration_s: float, request) -> tuple[float, list[float], int]:
+    """`request(session)` in a loop from each client until the deadline: (seconds, latencies of successes, failures)."""
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
     deadline = time.perf_counter() + duration_s
 
     def client():
-        session = http.session()
+        session = http.session(with_cookie=False)
         mine = []
         while time.perf_counter() < deadline:
             started = time.perf_counter()
             ok = request(session)
-            mine.append(time.perf_counter() - started)
-            if not ok:
+            if ok:
+                mine.append(time.perf_counter() - started)
+            else:
                 with lock:
                     errors[0] += 1
         with lock:
@@ -267,6 +273,6 @@ def submit_measure(http: Http, *, baseline_path: str, clients: int, duration_s: 
 
 def _submit_once_in_process(http: Http) -> None:
     client = local_client()
-    response = client.post("/api/v1/jobs/", SUBMIT_BODY, content_type="application/json", HTTP_AUTHORIZATION=f"Token {http.token}")
+    response = client.post("/api/v1/jobs/", SUBMIT_BODY, content_type="application/json", secure=True, HTTP_AUTHORIZATION=f"Token {http.token}")
     if response.status_code != 201:
         raise RuntimeError(f"POST /api/v1/jobs/: HTTP {response.status_code}: {response.content[:300]!r}")

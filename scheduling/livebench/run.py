@@ -93,21 +93,27 @@ def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_
 
 def _server_start(*, port: int, workers: int) -> subprocess.Popen:
     """gunicorn over this database, DEBUG off, as in production."""
-    env = {**os.environ, "DEBUG": "0", "ALLOWED_HOSTS": "127.0.0.1", "DJANGO_SETTINGS_MODULE": "portal.settings"}
-    server = subprocess.Popen(
+    # Same SECRET_KEY as this process: the session it logged in carries a hash keyed by it.
+    # Plain HTTP on localhost: no redirect to HTTPS, cookies sent without TLS.
+    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": settings.SECRET_KEY, "ALLOWED_HOSTS": "127.0.0.1",
+           "SECURE_SSL_REDIRECT": "0", "SECURE_COOKIES": "0", "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    return _answering(subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--workers", str(workers),
          "--bind", f"127.0.0.1:{port}", "--timeout", "120", "--log-level", "warning"],
         cwd=str(settings.BASE_DIR), env=env, stdout=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 60
+    ), port)
+
+
+def _answering(server: subprocess.Popen, port: int) -> subprocess.Popen:
+    deadline = time.time() + 120
     while time.time() < deadline:
         try:
-            if requests.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=5).status_code == 200:
+            if requests.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=30).status_code == 200:
                 return server
-        except requests.ConnectionError:
-            time.sleep(0.3)
+        except requests.RequestException:
+            time.sleep(0.5)
     server.terminate()
-    raise RuntimeError(f"gunicorn did not answer on port {port} within 60 s")
+    raise RuntimeError(f"gunicorn did not answer on port {port} within 120 s")
 
 
 def table(figures: dict) -> str:
