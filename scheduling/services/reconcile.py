@@ -67,7 +67,6 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         snapshot, context = snapshot_build(now=now, cluster=cluster)
         decisions = run_admission_cycle(snapshot)
         _persist(decisions=decisions, context=context, now=now, result=result)
-        explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
         _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
                      half_life_s=snapshot.config.usage_half_life_s)
         state.last_pass_at = to_datetime(now)
@@ -76,6 +75,9 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         state.save(update_fields=["last_pass_at", "passes", "lost_races"])
     _fault_after_commit(result)
     _apply(cluster=cluster, now=now, result=result)
+    # After commit, outside the row lock: submissions and quota edits need not wait for explanations. A row
+    # that left pending meanwhile is skipped; one whose state changed is explained again by the next pass.
+    explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
     if result.admitted or result.finished or result.preempted or result.evicted:
         logger.info(
             "reconcile: admitted %s started %s finished %s preempted %s evicted %s",
@@ -194,6 +196,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             admission.job_id, expected=expected, result=result, what=JobState.ADMITTED.value,
             state=JobState.ADMITTED.value, admitted_at=moment, started_at=None, ready_pods=0,
             admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing, explanation={},
+            explanation_fingerprint="",  # requeued later, it is explained afresh
         ):
             continue
         preempted = [
