@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -116,10 +117,10 @@ def _nodes(scale: Scale, flavor) -> list[Node]:
 
 def _job_row(job_id, *, owner_id, queue_id, flavor_id, name, gpus, state, submitted_at, priority=0, topology_required="",
              runtime_limit_s=None, checkpoint_interval_s=None, admitted_at=None, started_at=None, finished_at=None,
-             generation=0, ready_pods=0):
+             generation=0, applied=None, ready_pods=0):
     return (job_id, owner_id, queue_id, name, flavor_id, priority, topology_required, "", runtime_limit_s,
             checkpoint_interval_s, True, "[]", state, gpus, submitted_at, admitted_at, started_at, finished_at,
-            generation, generation, ready_pods, 0, None, None, False, "{}", "", "", "Job", None)
+            generation, generation if applied is None else applied, ready_pods, 0, None, None, False, "{}", "", "", "Job", None)
 
 
 JOB_COLUMNS = ("id", "owner_id", "queue_id", "name", "flavor_id", "priority", "topology_required", "topology_preferred",
@@ -203,7 +204,8 @@ def _finished_jobs(scale, rng, queues, researchers, flavor, now, next_id) -> int
                              name=f"done-{job_id}", gpus=gpus, state=rng.choice(states),
                              submitted_at=to_datetime(submitted), runtime_limit_s=3600,
                              admitted_at=to_datetime(submitted + 60), started_at=to_datetime(submitted + 90),
-                             finished_at=to_datetime(submitted + 90 + rng.uniform(60, 3600)), generation=1))
+                             finished_at=to_datetime(submitted + 90 + rng.uniform(60, 3600)), generation=1,
+                             applied=0))  # suspended when it finished
         pod_sets.append((job_id, job_id, "worker", 1, gpus))
         if len(jobs) >= 50_000:
             _copy(Job, JOB_COLUMNS, jobs)
@@ -269,6 +271,13 @@ def _copy(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
     if not rows:
         return
     table = model._meta.db_table
+    # Columns the builder does not name (added by later migrations) get their model default.
+    defaults = [(f.column, f.get_default()) for f in model._meta.concrete_fields
+                if f.column not in columns and not f.primary_key and f.has_default()]
+    if defaults:
+        columns = (*columns, *(column for column, _ in defaults))
+        tail = tuple(json.dumps(v) if isinstance(v, (dict, list)) else v for _, v in defaults)
+        rows = [(*row, *tail) for row in rows]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             text = "".join("\t".join(map(_copy_text, row)) + "\n" for row in rows)

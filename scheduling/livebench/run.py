@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import subprocess
 import sys
 import time
+from urllib.parse import urlencode
 
 import requests
 from django.conf import settings
@@ -18,7 +20,6 @@ from scheduling.models import Job
 
 BASELINE_PATH = "/api/v1/teams/"
 DEEP_OFFSET = 250_000
-WEB_PAGE_SIZE = 50
 
 
 class NotFresh(Exception):
@@ -26,12 +27,14 @@ class NotFresh(Exception):
 
 
 def pages_of(built: build.Built) -> dict[str, str]:
-    deep = min(DEEP_OFFSET, built.jobs // 2)
+    """Every page and list endpoint; "deep" is the page DEEP_OFFSET jobs down the list, reached by its keyset link."""
+    deep_id, deep_at = Job.objects.order_by("-submitted_at", "-id").values_list("id", "submitted_at")[min(DEEP_OFFSET, built.jobs // 2)]
+    api_cursor = base64.b64encode(urlencode({"p": str(deep_at)}).encode()).decode()  # DRF's cursor: the position
     return {
         "web_login": "/accounts/login/",
         "web_jobs": "/",
         "web_jobs_pending": "/?state=pending",
-        "web_jobs_deep": f"/?page={deep // WEB_PAGE_SIZE}",
+        "web_jobs_deep": f"/?older={deep_id}",
         "web_job_detail": f"/jobs/{built.pending_job_id}/",
         "web_submit_form": "/jobs/new/",
         "web_fleet": "/fleet/",
@@ -39,7 +42,7 @@ def pages_of(built: build.Built) -> dict[str, str]:
         "web_preemptions": "/preemptions/",
         "api_jobs": "/api/v1/jobs/",
         "api_jobs_pending": "/api/v1/jobs/?state=pending",
-        "api_jobs_deep": f"/api/v1/jobs/?offset={deep}",
+        "api_jobs_deep": f"/api/v1/jobs/?{urlencode({'cursor': api_cursor})}",
         "api_job_detail": f"/api/v1/jobs/{built.pending_job_id}/",
         "api_nodes": "/api/v1/nodes/",
         "api_fleet": "/api/v1/fleet/",
