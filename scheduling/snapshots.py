@@ -55,6 +55,7 @@ JOB_FIELDS = (
     "evictions",
     "backoff_until",
     "preempted_by_id",
+    "attained_gpu_s",
     "admission_generation",
 )
 
@@ -153,6 +154,7 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
                 evictions=row["evictions"],
                 backoff_until=_epoch(row["backoff_until"]),
                 preempted_by=row["preempted_by_id"],
+                attained_gpu_s=row["attained_gpu_s"],
             )
         )
     return jobs

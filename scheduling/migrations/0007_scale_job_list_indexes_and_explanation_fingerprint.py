@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0004_merge_session9a'),
+        ('scheduling', '0006_merge_session9b'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
