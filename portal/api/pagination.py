@@ -35,4 +35,4 @@ class JobPagination(KeysetPagination):
 
 class NodePagination(KeysetPagination):
     ordering = ("name",)
-    page_size = 500
+    page_size = 250  # ~56 KB: a page stays under 100 KB

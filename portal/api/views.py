@@ -140,7 +140,7 @@ class JobCancelView(APIView):
 
 
 class NodesView(KnownQueryParameters, ListAPIView):
-    """By name, `limit` nodes a page (default and at most 500), `next`/`previous` cursors."""
+    """By name, `limit` nodes a page (default 250, at most 500), `next`/`previous` cursors."""
 
     serializer_class = s.NodeOut
     pagination_class = NodePagination
