@@ -240,8 +240,6 @@ GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", st
 GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTION_S", str(3 * 3600)))
 GANGWAY_IDLE_THRESHOLD_PERCENT = float(os.environ.get("GANGWAY_IDLE_THRESHOLD_PERCENT", "10"))
 GANGWAY_IDLE_GRACE_S = float(os.environ.get("GANGWAY_IDLE_GRACE_S", "600"))
-GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "30"))
-"""A pending job's stored explanation is rewritten at most this often while its blocking level stays the same."""
 GANGWAY_ESTIMATE_INTERVAL_S = float(os.environ.get("GANGWAY_ESTIMATE_INTERVAL_S", "300"))
 GANGWAY_ESTIMATE_HORIZON_S = float(os.environ.get("GANGWAY_ESTIMATE_HORIZON_S", str(7 * 24 * 3600)))
 GANGWAY_PROMETHEUS_URL = os.environ.get("GANGWAY_PROMETHEUS_URL", "")

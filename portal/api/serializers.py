@@ -130,7 +130,9 @@ class PodSetOut(serializers.Serializer):
     gpus_per_pod = serializers.IntegerField()
 
 
-class JobOut(serializers.Serializer):
+class JobListOut(serializers.Serializer):
+    """A row of the job list: no explanation, placement or events (the detail has them)."""
+
     id = serializers.IntegerField()
     name = serializers.SerializerMethodField()
     owner = serializers.SerializerMethodField()
@@ -152,7 +154,7 @@ class JobOut(serializers.Serializer):
     admitted_at = serializers.DateTimeField(allow_null=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
-    explanation = serializers.SerializerMethodField()
+    why = serializers.CharField(allow_null=True, help_text="A pending job's reason in one line (the detail explains it in full).")
 
     def get_name(self, job) -> str | None:
         return job.name if job.is_visible_in_full else None
@@ -162,9 +164,6 @@ class JobOut(serializers.Serializer):
 
     def get_topology(self, job) -> dict:
         return {"required": job.topology_required or None, "preferred": job.topology_preferred or None}
-
-    def get_explanation(self, job) -> dict | None:
-        return job.explanation or None if job.state == JobState.PENDING else None
 
 
 class PlacementOut(serializers.Serializer):
@@ -186,8 +185,9 @@ class JobEventOut(serializers.Serializer):
         return event.actor.username if event.actor else None
 
 
-class JobDetailOut(JobOut):
+class JobDetailOut(JobListOut):
     placement = PlacementOut(many=True, source="placements.all")
+    explanation = serializers.SerializerMethodField()
 
     def get_explanation(self, job) -> dict | None:
         """Why it is pending (the ordered isolation, fixes, estimated start) and its live place in the queue."""

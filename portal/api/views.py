@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from portal.api import serializers as s
 from portal.api.filters import JobFilter
+from portal.api.pagination import JobPagination, NodePagination
 from scheduling import selectors, services
 from scheduling.models import Team
 
@@ -77,9 +78,28 @@ class QueueDetailView(APIView):
         return Response(s.QueueOut(selectors.queue_get(name=name)).data)
 
 
-class JobsView(ListAPIView):
-    serializer_class = s.JobOut
+class KnownQueryParameters:
+    """A query parameter the view does not know is a 400, never silently ignored (`?status=pending` on jobs)."""
+
+    query_parameters: frozenset[str] = frozenset()
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request.method == "GET":
+            unknown = sorted(set(request.query_params) - self.query_parameters - {"format"})
+            if unknown:
+                known = ", ".join(sorted(self.query_parameters)) or "none"
+                raise DjangoValidationError({key: [f"unknown query parameter; this list takes {known}"] for key in unknown})
+
+
+class JobsView(KnownQueryParameters, ListAPIView):
+    """Newest first, `limit` jobs a page (default 100, at most 500), `next`/`previous` cursors; no explanations
+    (`GET /api/v1/jobs/{id}/` has it)."""
+
+    serializer_class = s.JobListOut
     filterset_class = JobFilter
+    pagination_class = JobPagination
+    query_parameters = frozenset({"queue", "team", "state", "owner", "cursor", "limit"})
 
     def get_queryset(self):
         return selectors.job_list(user=self.request.user)
@@ -119,9 +139,12 @@ class JobCancelView(APIView):
         return Response(s.JobDetailOut(selectors.job_get(user=request.user, job_id=pk)).data)
 
 
-class NodesView(ListAPIView):
+class NodesView(KnownQueryParameters, ListAPIView):
+    """By name, `limit` nodes a page (default 250, at most 500), `next`/`previous` cursors."""
+
     serializer_class = s.NodeOut
-    pagination_class = None
+    pagination_class = NodePagination
+    query_parameters = frozenset({"cursor", "limit"})
 
     def get_queryset(self):
         return selectors.node_list()

@@ -6,7 +6,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -30,7 +29,8 @@ def job_list(request):
     filters = {key: request.GET.get(key) or None for key in ("queue", "team", "state", "owner")}
     if filters["state"] and filters["state"] not in {s.value for s in JobState}:
         filters["state"] = None
-    page = Paginator(selectors.job_list(user=request.user, **filters), 50).get_page(request.GET.get("page"))
+    page = selectors.job_page(selectors.job_list(user=request.user, **filters), older_than=_job_id(request.GET.get("older")),
+                              newer_than=_job_id(request.GET.get("newer")))
     return render(
         request,
         "web/_job_table.html" if request.htmx else "web/job_list.html",
@@ -41,6 +41,11 @@ def job_list(request):
             "queues": Queue.objects.order_by("name").values_list("name", flat=True),
         },
     )
+
+
+def _job_id(raw: str | None) -> int | None:
+    """A pager link's job id; anything else starts from the newest job."""
+    return int(raw) if raw and raw.isdigit() else None
 
 
 @login_required

@@ -43,6 +43,7 @@ class Job(models.Model):
         default=0.0, help_text="GPU-seconds run in earlier runs (before a preemption or eviction): the attained service."
     )
     explanation = models.JSONField(default=dict, blank=True)
+    explanation_fingerprint = models.CharField(max_length=16, blank=True, default="", help_text="Of the stored explanation; the pass rewrites it only when this changes.")
 
     # Where the gang lives in a Kubernetes cluster: a discovered Job, or one Gangway created from `pod_template`.
     cluster_namespace = models.CharField(max_length=63, blank=True, default="")
@@ -61,6 +62,11 @@ class Job(models.Model):
             # The reconcile pass reads pending jobs per queue in priority-then-FIFO order.
             models.Index(fields=["state", "queue", "-priority", "submitted_at", "id"], name="job_pending_order"),
             models.Index(fields=["owner", "state"], name="job_owner_state"),
+            # The job list, newest first, unfiltered and by each filter (keyset pages walk these).
+            models.Index(fields=["-submitted_at", "-id"], name="job_list_order"),
+            models.Index(fields=["state", "-submitted_at", "-id"], name="job_list_state"),
+            models.Index(fields=["queue", "-submitted_at", "-id"], name="job_list_queue"),
+            models.Index(fields=["owner", "-submitted_at", "-id"], name="job_list_owner"),
         ]
 
     def __str__(self) -> str:

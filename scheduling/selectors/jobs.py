@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import CharField, Prefetch, Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce
 
-from scheduling.models import Job, JobEvent, Placement
+from scheduling.models import Job, JobEvent, Placement, Queue
 from scheduling.permissions import restrict_jobs
+
+PAGE_SIZE = 50
+"""Rows of a page of the web job list."""
+
+
+def _why():
+    """A pending job's reason in one line, read from its stored explanation without loading the rest of it."""
+    return Coalesce(KeyTextTransform("headline", "explanation"), KeyTextTransform("summary", "explanation"),
+                    output_field=CharField())
 
 
 def job_list(*, user, queue: str | None = None, team: str | None = None, state: str | None = None, owner: str | None = None) -> QuerySet:
-    """Jobs `user` may see, newest first; `owner` matches only jobs whose owner `user` may see."""
-    jobs = restrict_jobs(user, Job.objects.all()).select_related("queue__team", "flavor", "owner").prefetch_related("pod_sets")
+    """Jobs `user` may see, newest first (the job_list_order indexes), annotated with `why`, without the
+    explanation; `owner` matches only jobs whose owner `user` may see."""
+    jobs = (
+        restrict_jobs(user, Job.objects.all()).select_related("queue__team", "flavor", "owner").prefetch_related("pod_sets")
+        .defer("explanation", "pod_template").annotate(why=_why())
+    )
     if queue:
-        jobs = jobs.filter(queue__name=queue)
+        jobs = jobs.filter(queue_id__in=queue_ids(name=queue))
     if team:
-        jobs = jobs.filter(queue__team__name=team)
+        jobs = jobs.filter(queue_id__in=queue_ids(team=team))
     if state:
         jobs = jobs.filter(state=state)
     if owner:
@@ -22,10 +37,42 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
     return jobs.order_by("-submitted_at", "-id")
 
 
+def queue_ids(*, name: str | None = None, team: str | None = None) -> list[int]:
+    """Resolved first, so the job list filters on queue_id and its index serves both filter and order."""
+    queues = Queue.objects.filter(name=name) if name is not None else Queue.objects.filter(team__name=team)
+    return list(queues.values_list("id", flat=True))
+
+
+def job_page(jobs: QuerySet, *, older_than: int | None = None, newer_than: int | None = None, size: int = PAGE_SIZE) -> dict:
+    """One keyset page of `jobs` (ordered newest first) next to the job `older_than` or `newer_than` (ids):
+    `jobs` for the rows and the ids that continue the list either way (None at its ends). No count."""
+    anchor_id = older_than if older_than is not None else newer_than
+    anchor = Job.objects.filter(pk=anchor_id).values_list("submitted_at", flat=True).first() if anchor_id else None
+    if anchor is None:
+        rows, has_newer = list(jobs[: size + 1]), False
+        has_older = len(rows) > size
+        rows = rows[:size]
+    elif older_than is not None:
+        rows = list(jobs.filter(Q(submitted_at__lt=anchor) | Q(submitted_at=anchor, id__lt=anchor_id))[: size + 1])
+        has_older, has_newer = len(rows) > size, True
+        rows = rows[:size]
+    else:
+        rows = list(jobs.filter(Q(submitted_at__gt=anchor) | Q(submitted_at=anchor, id__gt=anchor_id))
+                    .order_by("submitted_at", "id")[: size + 1])
+        has_newer, has_older = len(rows) > size, True
+        rows = rows[:size][::-1]
+    return {
+        "jobs": rows,
+        "older_than": rows[-1].pk if rows and has_older else None,
+        "newer_than": rows[0].pk if rows and has_newer else None,
+    }
+
+
 def job_get(*, user, job_id: int) -> Job:
     """One visible job with pod sets, placement (node names) and events; raises Job.DoesNotExist."""
     return (
         restrict_jobs(user, Job.objects.all())
+        .annotate(why=_why())
         .select_related("queue__team", "flavor", "owner", "preempted_by")
         .prefetch_related(
             "pod_sets",

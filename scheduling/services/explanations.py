@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections import defaultdict
 from dataclasses import replace
@@ -31,12 +32,12 @@ WRITE_CHUNK = 2000
 def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: float) -> int:
     """Store the explanation of every pending job the pass considered; returns how many rows were written.
 
-    Computed once per distinct shape. A row is rewritten when its blocking level changed, when it has none
-    yet, or when its explanation changed and is older than GANGWAY_EXPLAIN_REFRESH_S: 100,000 pending jobs
-    then cost a few UPDATEs per pass, not 100,000 rewrites. The stored start estimate is kept.
+    Computed once per distinct shape; a row is written only when its fingerprint (the explanation without
+    what grows with time alone, such as a fix's GPU-hours) differs from the stored one, so an unchanged
+    queue costs one narrow read per 2,000 jobs and no write. The stored start estimate is kept.
     """
     explained = explain_pending(snapshot, decisions)
-    return _store(explained, now=now, estimates=None, force=False)
+    return _store(explained, now=now, estimates=None)
 
 
 def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:
@@ -54,7 +55,7 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
     started = time.perf_counter()
     result = forecast(snapshot, horizon_s=settings.GANGWAY_ESTIMATE_HORIZON_S)
     estimates = {job_id: result.starts.get(job_id) for job_id in explained.by_job}
-    written = _store(explained, now=now, estimates=estimates, force=True)
+    written = _store(explained, now=now, estimates=estimates)
     return {
         "jobs": len(estimates),
         "within_horizon": sum(1 for v in estimates.values() if v is not None),
@@ -64,45 +65,48 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
     }
 
 
-def _store(explained: PassExplanations, *, now: float, estimates: dict[int, float | None] | None, force: bool) -> int:
-    ids = list(explained.by_job)
-    stored: dict[int, tuple] = {}
-    for start in range(0, len(ids), WRITE_CHUNK):
-        rows = Job.objects.filter(pk__in=ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).values_list(
-            "id", "explanation__fingerprint", "explanation__blocking", "explanation__checked_at",
-            "explanation__estimated_start", "explanation__estimated_at",
-        )
-        stored.update((row[0], row[1:]) for row in rows)
-    stale_before = now - settings.GANGWAY_EXPLAIN_REFRESH_S
+GPU_HOURS = re.compile(r"\d+(\.\d+)? GPU-h")
+
+
+def explanation_fingerprint(data: dict) -> str:
+    """Changes when the explanation says something new, not when only the time since a victim started does."""
+    stable = {**data, "fixes": [{k: v for k, v in fix.items() if k != "cost_gpu_hours"} for fix in data["fixes"]]}
+    text = GPU_HOURS.sub("GPU-h", json.dumps(stable, sort_keys=True))
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _store(explained: PassExplanations, *, now: float, estimates: dict[int, float | None] | None) -> int:
+    """Without `estimates`: write the rows whose fingerprint changed, keeping their stored estimate. With them
+    (the forecast): write every row, with its new estimate."""
     by_explanation: dict[int, tuple[dict, str]] = {}
+    for explanation in {id(e): e for e in explained.by_job.values()}.values():
+        data = explanation.to_dict()
+        by_explanation[id(explanation)] = (data, explanation_fingerprint(data))
+    ids = list(explained.by_job)
+    stored: dict[int, str] = {}
+    for start in range(0, len(ids), WRITE_CHUNK):
+        stored.update(Job.objects.filter(pk__in=ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value)
+                      .values_list("id", "explanation_fingerprint"))
+    changed = [job_id for job_id in ids if job_id in stored
+               and (estimates is not None or stored[job_id] != by_explanation[id(explained.by_job[job_id])][1])]
+    if estimates is not None:
+        kept = {job_id: (iso(estimates.get(job_id)), iso(now)) for job_id in changed}
+    else:
+        kept = {}
+        for start in range(0, len(changed), WRITE_CHUNK):
+            kept.update((row[0], row[1:]) for row in Job.objects.filter(pk__in=changed[start : start + WRITE_CHUNK]).values_list(
+                "id", "explanation__estimated_start", "explanation__estimated_at"))
     groups: dict[tuple, list[int]] = defaultdict(list)
-    for job_id, explanation in explained.by_job.items():
-        if job_id not in stored:
-            continue  # no longer pending
-        fingerprint_of = by_explanation.get(id(explanation))
-        if fingerprint_of is None:
-            data = explanation.to_dict()
-            fingerprint = hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-            fingerprint_of = by_explanation[id(explanation)] = (data, fingerprint)
-        data, fingerprint = fingerprint_of
-        old_fingerprint, old_blocking, checked_at, estimated_start, estimated_at = stored[job_id]
-        if estimates is not None:
-            estimated_start, estimated_at = iso(estimates.get(job_id)), iso(now)
-        elif not force:
-            if old_fingerprint == fingerprint:
-                continue
-            if old_fingerprint is not None and old_blocking == data["blocking"] and (checked_at or 0) >= stale_before:
-                continue
-        groups[(id(explanation), estimated_start, estimated_at)].append(job_id)
+    for job_id in changed:
+        groups[(id(explained.by_job[job_id]), *kept.get(job_id, (None, None)))].append(job_id)
     written = 0
-    for (explanation_id, estimated_start, estimated_at), job_ids in groups.items():
-        data, fingerprint = by_explanation[explanation_id]
-        value = {**data, "fingerprint": fingerprint, "checked_at": now, "estimated_start": estimated_start,
-                 "estimated_at": estimated_at}
-        for start in range(0, len(job_ids), WRITE_CHUNK):
-            written += Job.objects.filter(pk__in=job_ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).update(
-                explanation=value
-            )
+    with transaction.atomic():
+        for (explanation_id, estimated_start, estimated_at), job_ids in groups.items():
+            data, fingerprint = by_explanation[explanation_id]
+            value = {**data, "checked_at": now, "estimated_start": estimated_start, "estimated_at": estimated_at}
+            for start in range(0, len(job_ids), WRITE_CHUNK):
+                written += Job.objects.filter(pk__in=job_ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).update(
+                    explanation=value, explanation_fingerprint=fingerprint)
     return written
 
 

@@ -75,8 +75,6 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
             decisions = run_admission_cycle(snapshot)
         with phase("persist"):
             _persist(decisions=decisions, context=context, now=now, result=result)
-        with phase("explain"):
-            explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
         _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
                      half_life_s=snapshot.config.usage_half_life_s)
         state.last_pass_at = to_datetime(now)
@@ -86,6 +84,10 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
     _fault_after_commit(result)
     with phase("apply"):
         _apply(cluster=cluster, now=now, result=result)
+    # After commit, outside the row lock: submissions and quota edits need not wait for explanations. A row
+    # that left pending meanwhile is skipped; one whose state changed is explained again by the next pass.
+    with phase("explain"):
+        explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
     ReconcileState.objects.filter(pk=1).update(
         last_pass_phases_s={name: round(s, 4) for name, s in result.phases_s.items()},
         cluster_errors=F("cluster_errors") + len(result.apply_failed),
@@ -229,6 +231,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             admission.job_id, expected=expected, result=result, what=JobState.ADMITTED.value,
             state=JobState.ADMITTED.value, admitted_at=moment, started_at=None, ready_pods=0,
             admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing, explanation={},
+            explanation_fingerprint="",  # requeued later, it is explained afresh
         ):
             continue
         preempted = [

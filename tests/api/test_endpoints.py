@@ -41,11 +41,11 @@ def test_list_jobs_with_filters(client_as):
     vision, language = client_as("vision-researcher"), client_as("language-researcher")
     vision.post("/api/v1/jobs/", job_body(name="a"), format="json")
     language.post("/api/v1/jobs/", job_body(name="b", queue="language-main"), format="json")
-    assert vision.get("/api/v1/jobs/").json()["count"] == 2
+    assert len(vision.get("/api/v1/jobs/").json()["results"]) == 2
     assert [j["queue"] for j in vision.get("/api/v1/jobs/?queue=language-main").json()["results"]] == ["language-main"]
     assert [j["team"] for j in vision.get("/api/v1/jobs/?team=vision").json()["results"]] == ["vision"]
-    assert vision.get("/api/v1/jobs/?state=running").json()["count"] == 0
-    assert vision.get("/api/v1/jobs/?owner=vision-researcher").json()["count"] == 1
+    assert vision.get("/api/v1/jobs/?state=running").json()["results"] == []
+    assert len(vision.get("/api/v1/jobs/?owner=vision-researcher").json()["results"]) == 1
     assert vision.get("/api/v1/jobs/?state=bogus").status_code == 400
 
 
@@ -92,7 +92,7 @@ def test_nodes_and_fleet_totals(client_as):
     client = client_as("vision-researcher")
     client.post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 2, "gpus_per_pod": 4}]), format="json")
     admission_cycle_run()
-    nodes = client.get("/api/v1/nodes/").json()
+    nodes = client.get("/api/v1/nodes/").json()["results"]
     assert len(nodes) == 8 and sum(n["allocated_gpus"] for n in nodes) == 8
     fleet = client.get("/api/v1/fleet/").json()
     assert fleet["topology"] == ["block", "rack"]

@@ -1,4 +1,5 @@
-"""`manage.py bench cycle|quality|fragmentation|explain|estimate`: benchmarks of the scheduling core, printed as figures."""
+"""`manage.py bench cycle|quality|fragmentation|explain|estimate`: benchmarks of the scheduling core, printed as figures;
+`bench live`: the live product (pass, pages, API, submit) at fleet scale in the configured database."""
 
 import json
 
@@ -32,9 +33,12 @@ class Command(BaseCommand):
         for p in (cycle, quality, fragmentation, explain, estimate):
             p.add_argument("--seed", type=int, default=1)
             p.add_argument("--json", action="store_true", help="print one JSON object")
+        _live_arguments(sub.add_parser("live", help="the pass, pages and submit at fleet scale in a fresh database"))
 
     def handle(self, *args, **options):
         name = options["bench"]
+        if name == "live":
+            return self._live(options)
         if name == "cycle":
             from scheduling.benchmarks import cycle
 
@@ -71,6 +75,49 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(figures))
         else:
             self.stdout.write(_table(figures))
+
+
+    def _live(self, options) -> None:
+        from scheduling.livebench import build, run
+
+        for field in ("nodes", "gpus_per_node", "pending", "queues", "rounds", "clients", "busy_passes", "idle_passes"):
+            if options[field] < 1:
+                raise CommandError(f"--{field.replace('_', '-')} must be at least 1")
+        scale = build.Scale(nodes=options["nodes"], gpus_per_node=options["gpus_per_node"], queues=options["queues"],
+                            pending=options["pending"], usage_minutes=options["usage_minutes"], seed=options["seed"])
+        try:
+            figures = run.run(
+                scale=scale, rounds=options["rounds"], clients=options["clients"], submit_s=options["submit_s"],
+                busy_passes=options["busy_passes"], idle_passes=options["idle_passes"], url=options["url"],
+                port=options["port"], workers=options["workers"], wipe=options["wipe"], profile_dir=options["profile"],
+                log=lambda line: self.stderr.write(line),
+            )
+        except run.NotFresh as error:
+            raise CommandError(str(error)) from error
+        if options["json"]:
+            with open(options["json"], "w") as out:
+                json.dump(figures, out, indent=2)
+        self.stdout.write(run.table(figures))
+
+
+def _live_arguments(live) -> None:
+    live.add_argument("--pending", type=int, default=100_000, help="pending jobs (five times as many finished ones)")
+    live.add_argument("--nodes", type=int, default=1250)
+    live.add_argument("--gpus-per-node", type=int, default=8)
+    live.add_argument("--queues", type=int, default=50)
+    live.add_argument("--usage-minutes", type=int, default=60, help="minutes of GPU use samples of the running jobs")
+    live.add_argument("--rounds", type=int, default=10, help="requests per page (each after one to the baseline)")
+    live.add_argument("--clients", type=int, default=8, help="concurrent submitters")
+    live.add_argument("--submit-s", type=float, default=30.0, help="seconds of submitting (and as many of the baseline)")
+    live.add_argument("--busy-passes", type=int, default=3)
+    live.add_argument("--idle-passes", type=int, default=3)
+    live.add_argument("--url", help="an already running server on this database (default: start gunicorn on --port)")
+    live.add_argument("--port", type=int, default=8000)
+    live.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    live.add_argument("--wipe", action="store_true", help="empty the database first if it holds jobs")
+    live.add_argument("--profile", metavar="DIR", help="write pyinstrument HTML profiles of a busy and an idle pass")
+    live.add_argument("--seed", type=int, default=1)
+    live.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
 
 def _table(figures: dict, indent: str = "") -> str:
