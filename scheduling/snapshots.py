@@ -23,7 +23,7 @@ from scheduling.core.model import (
     Toleration,
     TopologyRequest,
 )
-from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, QueueUsage
+from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, PriorityClass, QueueUsage
 from scheduling.models import Job as JobRow
 from scheduling.models import Placement as PlacementRow
 from scheduling.models import PodSet as PodSetRow
@@ -51,6 +51,7 @@ JOB_FIELDS = (
     "evictions",
     "backoff_until",
     "preempted_by_id",
+    "priority_class__name",
 )
 
 
@@ -145,6 +146,7 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
                 evictions=row["evictions"],
                 backoff_until=_epoch(row["backoff_until"]),
                 preempted_by=row["preempted_by_id"],
+                priority_class=row["priority_class__name"],
             )
         )
     return jobs
@@ -155,6 +157,10 @@ def approved_preemptions_load() -> dict[int, frozenset[int]]:
     for plan_job_id, victim_id in PreemptionVictim.objects.filter(plan__status=PlanStatus.APPROVED).values_list("plan__job_id", "job_id"):
         approved[plan_job_id].add(victim_id)
     return {job_id: frozenset(victims) for job_id, victims in approved.items()}
+
+
+def priority_class_caps_load() -> dict[str, int]:
+    return dict(PriorityClass.objects.filter(max_gpus_per_team__isnull=False).values_list("name", "max_gpus_per_team"))
 
 
 def scheduler_config() -> SchedulerConfig:
@@ -179,6 +185,7 @@ def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotC
         pending=tuple(pending),
         historical_usage=dict(QueueUsage.objects.values_list("queue__name", "usage_gpu_s")),
         approved_preemptions=approved_preemptions_load(),
+        priority_class_caps=priority_class_caps_load(),
         config=scheduler_config(),
     )
     return snapshot, context

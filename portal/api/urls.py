@@ -22,4 +22,7 @@ urlpatterns = [
     path("preemptions/", views.PreemptionsView.as_view(), name="preemptions"),
     path("preemptions/<int:pk>/approve/", views.PreemptionApproveView.as_view(), name="preemption-approve"),
     path("preemptions/<int:pk>/reject/", views.PreemptionRejectView.as_view(), name="preemption-reject"),
+    path("priority-classes/", views.PriorityClassesView.as_view(), name="priority-classes"),
+    path("priority-classes/<slug:name>/", views.PriorityClassDetailView.as_view(), name="priority-class-detail"),
+    path("audit/", views.AuditView.as_view(), name="audit"),
 ]

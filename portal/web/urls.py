@@ -19,4 +19,5 @@ urlpatterns = [
     path("teams/<slug:name>/allotments/<str:flavor>/preview/", views.team_allotment_preview, name="team-allotment-preview"),
     path("preemptions/", views.preemption_list, name="preemption-list"),
     path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
+    path("audit/", views.audit_list, name="audit-list"),
 ]

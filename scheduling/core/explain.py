@@ -65,6 +65,7 @@ class Level:
     NODES = PendingReason.NODES.value
     HEALTH = PendingReason.HEALTH.value
     ORDER = PendingReason.ORDER.value
+    PRIORITY_CLASS = PendingReason.PRIORITY_CLASS.value
 
 
 class NodeReason:
@@ -87,6 +88,7 @@ class Action:
     DRAIN_NODE = "drain_node"
     DEFRAGMENT = "defragment"
     PREEMPT = "preempt"
+    LOWER_CLASS = "lower_class"
 
 
 # --- the facts of each level ------------------------------------------------------------------------
@@ -356,7 +358,7 @@ class Explainer:
         kind = verdict.reason if verdict is not None else None
         if kind is PendingReason.AWAITING_APPROVAL:
             return (*base, kind, job.id)
-        if kind is PendingReason.ORDER or kind is PendingReason.BACKOFF:
+        if kind is PendingReason.ORDER or kind is PendingReason.BACKOFF or kind is PendingReason.PRIORITY_CLASS:
             return (*base, kind, verdict.message)
         return base
 
@@ -385,9 +387,12 @@ class Explainer:
             order = verdict.message
             if blocking is None:
                 blocking = Level.ORDER
+        class_cap = verdict.message if verdict is not None and verdict.reason is PendingReason.PRIORITY_CLASS else ""
+        if class_cap:  # the cycle checks the class's cap before quota and placement
+            blocking = Level.PRIORITY_CLASS
         never = self._never_fits(job, queue)
         fixes = self._fixes(job, queue, blocking, quota, fit, nodes, health, never, verdict)
-        summary = self._summary(job, blocking, quota, fit, nodes, health, order, never)
+        summary = class_cap or self._summary(job, blocking, quota, fit, nodes, health, order, never)
         return Explanation(blocking, summary, quota, fit, nodes, health, fixes, order=order, never_fits=never)
 
     # -- 1 quota ----------------------------------------------------------------------------------
@@ -639,6 +644,9 @@ class Explainer:
         if not never:
             fixes.append(Fix(Action.WAIT, 0.0, (), False,
                              "wait: running jobs end at their runtime limits and the queue moves (see the estimated start)"))
+        if blocking == Level.PRIORITY_CLASS:
+            fixes.append(Fix(Action.LOWER_CLASS, 0.0, (), False,
+                             f"resubmit at a lower priority class: {job.priority_class}'s cap does not apply there"))
         if not quota.fits:
             fixes.extend(self._quota_fixes(job, queue, quota))
         if blocking in (Level.NODES, Level.HEALTH) or (blocking == Level.FIT and health.count):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from scheduling.models import Job, JobEvent, Placement
-from scheduling.permissions import restrict_jobs
+from scheduling.permissions import restrict_event_actors, restrict_jobs
 
 
 def job_list(*, user, queue: str | None = None, team: str | None = None, state: str | None = None, owner: str | None = None) -> QuerySet:
     """Jobs `user` may see, newest first; `owner` matches only jobs whose owner `user` may see."""
-    jobs = restrict_jobs(user, Job.objects.all()).select_related("queue__team", "flavor", "owner").prefetch_related("pod_sets")
+    jobs = restrict_jobs(user, Job.objects.all()).select_related("queue__team", "flavor", "owner", "priority_class").prefetch_related("pod_sets")
     if queue:
         jobs = jobs.filter(queue__name=queue)
     if team:
@@ -23,10 +23,11 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
 
 
 def job_get(*, user, job_id: int) -> Job:
-    """One visible job with pod sets, placement (node names) and events; raises Job.DoesNotExist."""
-    return (
+    """One visible job with pod sets, placement (node names) and events (actors hidden on other teams' jobs);
+    raises Job.DoesNotExist."""
+    job = (
         restrict_jobs(user, Job.objects.all())
-        .select_related("queue__team", "flavor", "owner", "preempted_by")
+        .select_related("queue__team", "flavor", "owner", "preempted_by", "priority_class")
         .prefetch_related(
             "pod_sets",
             Prefetch("placements", queryset=Placement.objects.select_related("node", "pod_set").order_by("pod_set_id", "pod_index")),
@@ -34,3 +35,5 @@ def job_get(*, user, job_id: int) -> Job:
         )
         .get(pk=job_id)
     )
+    restrict_event_actors(user, job)
+    return job

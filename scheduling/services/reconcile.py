@@ -165,10 +165,11 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         result.evicted.append(eviction.job_id)
 
     placements = []
+    approvals = _approved_plans(admitted_ids)
     for admission in decisions.admissions:
         for victim_id in admission.preempted:
             _requeue(victim_id, from_state=states.get(victim_id, JobState.RUNNING), via=JobState.PREEMPTED,
-                     reason="preempted", message=f"preempted to make room for job {admission.job_id}", events=events,
+                     reason="preempted", message=_victim_message(admission.job_id, approvals), events=events,
                      extra={"preempted_by_id": admission.job_id})
             result.preempted.append(victim_id)
         Placement.objects.filter(job_id=admission.job_id).delete()
@@ -197,6 +198,20 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
     # Preempted and evicted gangs are pending again too, though they held GPUs when the pass began.
     result.pending = len(decisions.pending) + len(result.preempted) + len(result.evicted)
     JobEvent.objects.bulk_create(events, batch_size=1000)
+
+
+def _approved_plans(job_ids: set[int]) -> dict[int, tuple[int, str]]:
+    """Job id → (plan id, approver's username) of the approved plans the pass may execute for these jobs."""
+    rows = PreemptionPlan.objects.filter(job_id__in=job_ids, status=PlanStatus.APPROVED).values_list("job_id", "pk", "decided_by__username")
+    return {job_id: (plan_id, approver or "an admin") for job_id, plan_id, approver in rows}
+
+
+def _victim_message(job_id: int, approvals: dict[int, tuple[int, str]]) -> str:
+    """A victim's event names the plan and who approved it (a plan that needs no approval runs on its own)."""
+    if job_id in approvals:
+        plan_id, approver = approvals[job_id]
+        return f"preempted by plan #{plan_id} for job #{job_id}, approved by {approver}"
+    return f"preempted for job #{job_id} by a plan that needed no approval"
 
 
 def _requeue(job_id: int, *, from_state: str, via: JobState, reason: str, message: str, events: list, extra: dict) -> None:
