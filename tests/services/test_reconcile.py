@@ -201,6 +201,8 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
     borrower.refresh_from_db()
     assert borrower.state == JobState.PENDING and borrower.preempted_by_id == owner.pk
     assert borrower.submitted_at.timestamp() == T0
+    preempted = JobEvent.objects.get(job=borrower, reason="preempted")
+    assert preempted.message == f"preempted by plan #{plan.pk} for job #{owner.pk}, approved by admin"
     assert list(JobEvent.objects.filter(job=borrower).values_list("to_state", flat=True))[-2:] == ["preempted", "pending"]
     assert not SimulatedWorkload.objects.filter(job=borrower).exists()
 
