@@ -105,3 +105,28 @@ def test_an_admin_rejects_a_plan_with_a_comment_from_the_page(org, browser_as, c
     plan.refresh_from_db()
     assert plan.status == PlanStatus.REJECTED
     assert AuditRecord.objects.get(action="preemption.reject").comment == "not now"
+
+
+@pytest.fixture
+def classes(org):
+    from scheduling.services import priority_class_create
+
+    priority_class_create(actor=org["admin"], name="normal", value=0, is_default=True)
+    priority_class_create(actor=org["admin"], name="high", value=10, max_gpus_per_team=8)
+    priority_class_create(actor=org["admin"], name="urgent", value=50, teams=["language"])
+
+
+def test_the_submit_form_offers_a_researcher_the_teams_classes_and_no_raw_priority(browser_as, classes):
+    page = browser_as("vision-researcher").get("/jobs/new/").content.decode()
+    assert 'name="priority_class"' in page and 'name="priority"' not in page
+    assert 'value="high"' in page and "≤ 8 GPUs per team" in page and 'value="urgent"' not in page
+    admin_page = browser_as("admin").get("/jobs/new/").content.decode()
+    assert 'name="priority"' in admin_page and 'value="urgent"' in admin_page
+
+
+def test_a_gang_over_the_classs_cap_is_refused_on_the_form_next_to_the_class(browser_as, classes):
+    from tests.web.test_pages import form
+
+    response = browser_as("vision-researcher").post("/jobs/new/", form(priority_class="high"))
+    assert response.status_code == 400
+    assert response.context["form"].errors["priority_class"] == ["the gang needs 16 GPUs; a team may run at most 8 at high"]
