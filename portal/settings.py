@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("GANGWAY_VAR_DIR", BASE_DIR / "var"))
@@ -19,10 +20,32 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
-DEBUG = env_bool("DEBUG", True)
+# Production is the default: DEBUG only when asked for (the demo and the tests ask), and no public key then.
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off: set SECRET_KEY to a long random string "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))'), or DEBUG=1 for development"
+        )
+    SECRET_KEY = "dev-only-insecure-key-never-used-with-debug-off"
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,0.0.0.0,[::1]").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+# HTTPS, on unless DEBUG. Behind a TLS-terminating proxy, SECURE_PROXY_SSL_HEADER names the header it sets
+# ("HTTP_X_FORWARDED_PROTO=https"); trust it only when the proxy strips that header from clients.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG else "31536000"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    _header, _, _value = os.environ["SECURE_PROXY_SSL_HEADER"].partition("=")
+    SECURE_PROXY_SSL_HEADER = (_header.strip(), _value.strip() or "https")
+# Preloading (security.W021) commits the whole domain to HTTPS in browsers' built-in lists: the domain owner's call.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -37,18 +60,21 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_htmx",
     "scheduling",
     "portal",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.middleware.RejectNulInQueryMiddleware",
+    "portal.staticserve.CollectedFirstWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -103,13 +129,16 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "portal.staticfinders.PlotlyFinder",
+    "portal.staticfinders.VendorFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# Vendored JavaScript carries its package's version in its name (portal/staticfinders.py): cached for ten years.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"/vendor/[a-z]+-[0-9][0-9A-Za-z.]*\.min\.js$"
+WHITENOISE_MAX_AGE = int(os.environ.get("GANGWAY_STATIC_MAX_AGE_S", "3600"))  # our own CSS and JS
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "web:job-list"
@@ -126,7 +155,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    # JSON only: a form body would silently drop nested fields such as `quotas` (415 instead).
+    "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.BoundedJSONParser"],
 }
+GANGWAY_API_MAX_BODY_BYTES = int(os.environ.get("GANGWAY_API_MAX_BODY_BYTES", str(1024 * 1024)))
+GANGWAY_API_MAX_JSON_DEPTH = int(os.environ.get("GANGWAY_API_MAX_JSON_DEPTH", "32"))
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Gangway API",
@@ -165,12 +198,17 @@ GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
 GANGWAY_RECONCILE_LOCK_TIMEOUT_S = int(os.environ.get("GANGWAY_RECONCILE_LOCK_TIMEOUT_S", "60"))
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
-GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(7 * 24 * 3600)))
+GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(8 * 24 * 3600)))
+GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTION_S", str(3 * 3600)))
+GANGWAY_IDLE_THRESHOLD_PERCENT = float(os.environ.get("GANGWAY_IDLE_THRESHOLD_PERCENT", "10"))
+GANGWAY_IDLE_GRACE_S = float(os.environ.get("GANGWAY_IDLE_GRACE_S", "600"))
 GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "30"))
 """A pending job's stored explanation is rewritten at most this often while its blocking level stays the same."""
 GANGWAY_ESTIMATE_INTERVAL_S = float(os.environ.get("GANGWAY_ESTIMATE_INTERVAL_S", "300"))
 GANGWAY_ESTIMATE_HORIZON_S = float(os.environ.get("GANGWAY_ESTIMATE_HORIZON_S", str(7 * 24 * 3600)))
 GANGWAY_PROMETHEUS_URL = os.environ.get("GANGWAY_PROMETHEUS_URL", "")
+GANGWAY_DEMO = env_bool("GANGWAY_DEMO", False)
+"""The demo (`./dev demo`): the login page shows the demo logins."""
 GANGWAY_NAMESPACE = os.environ.get("GANGWAY_NAMESPACE", "default")
 """Namespace of the Jobs Gangway creates for jobs submitted through its API with a pod template."""
 # Test hook only: a worker exits right after a pass commits admissions and before it applies them.

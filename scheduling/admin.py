@@ -34,10 +34,15 @@ class AllotmentInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
 
 
+class NamespaceInline(admin.TabularInline):
+    model = models.TeamNamespace
+    extra = 0
+
+
 @admin.register(models.Team)
 class TeamAdmin(admin.ModelAdmin):
     list_display = ["name", "created_at"]
-    inlines = [AllotmentInline, MembershipInline]
+    inlines = [AllotmentInline, NamespaceInline, MembershipInline]
 
 
 @admin.register(models.Flavor)

@@ -12,8 +12,11 @@ from scheduling.cluster.base import Cluster
 from scheduling.core.model import (
     Job,
     JobState,
+    PendingReason,
+    PlannedPreemption,
     PodPlacement,
     PodSet,
+    PreemptionPlan,
     PreemptionPolicy,
     Queue,
     QueueingStrategy,
@@ -22,6 +25,7 @@ from scheduling.core.model import (
     Snapshot,
     Toleration,
     TopologyRequest,
+    Victim,
 )
 from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, PriorityClass, QueueUsage
 from scheduling.models import Job as JobRow
@@ -52,6 +56,7 @@ JOB_FIELDS = (
     "backoff_until",
     "preempted_by_id",
     "priority_class__name",
+    "admission_generation",
 )
 
 
@@ -61,6 +66,8 @@ class SnapshotContext:
 
     pod_set_ids: dict[tuple[int, str], int] = field(default_factory=dict)
     gpus_in_use_by_queue: dict[str, int] = field(default_factory=dict)
+    versions: dict[int, tuple[str, int]] = field(default_factory=dict)
+    """Each job's (state, admission generation) as snapshotted: what the persist step expects to change."""
 
 
 def _epoch(moment) -> float | None:
@@ -122,6 +129,7 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
                 placements[pl["job_id"]].append(PodPlacement(pod_set=pl["pod_set__name"], index=pl["pod_index"], node=pl["node__name"]))
     jobs = []
     for row in rows:
+        context.versions[row["id"]] = (row["state"], row["admission_generation"])
         job_pod_sets = tuple(pod_sets[row["id"]])
         pods = sum(ps.count for ps in job_pod_sets)
         jobs.append(
@@ -161,6 +169,22 @@ def approved_preemptions_load() -> dict[int, frozenset[int]]:
 
 def priority_class_caps_load() -> dict[str, int]:
     return dict(PriorityClass.objects.filter(max_gpus_per_team__isnull=False).values_list("name", "max_gpus_per_team"))
+def awaiting_plans_load() -> dict[int, PlannedPreemption]:
+    """Per pending job: its proposed plan that waits for an admin, as the core made it."""
+    victims: dict[int, list[Victim]] = defaultdict(list)
+    plans: dict[int, tuple] = {}
+    for plan_id, job_id, domain, reason, fingerprint, victim_id, queue, team, gpus, cost in PreemptionVictim.objects.filter(
+        plan__status=PlanStatus.PROPOSED, plan__needs_approval=True
+    ).order_by("plan_id", "job_id").values_list(
+        "plan_id", "plan__job_id", "plan__domain", "plan__reason", "plan__state_fingerprint",
+        "job_id", "job__queue__name", "job__queue__team__name", "gpus", "cost_gpu_hours",
+    ):
+        plans[plan_id] = (job_id, domain, reason, fingerprint)
+        victims[plan_id].append(Victim(victim_id, queue, team, gpus, cost))
+    return {
+        job_id: PlannedPreemption(PreemptionPlan(job_id, tuple(victims[plan_id]), domain, PendingReason(reason)), True, fingerprint)
+        for plan_id, (job_id, domain, reason, fingerprint) in plans.items()
+    }
 
 
 def scheduler_config() -> SchedulerConfig:
@@ -186,6 +210,7 @@ def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotC
         historical_usage=dict(QueueUsage.objects.values_list("queue__name", "usage_gpu_s")),
         approved_preemptions=approved_preemptions_load(),
         priority_class_caps=priority_class_caps_load(),
+        awaiting_plans=awaiting_plans_load(),
         config=scheduler_config(),
     )
     return snapshot, context

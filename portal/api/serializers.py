@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from scheduling.core.model import JobState, PreemptionPolicy, QueueingStrategy
 from scheduling.models import AuditAction
+from scheduling.services.common import MAX_COUNT, MAX_QUEUE_WEIGHT
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.selectors.fleet import node_free_gpus
 
@@ -25,43 +26,43 @@ class StrictMixin:
 
 class PodSetIn(StrictMixin, serializers.Serializer):
     name = serializers.CharField(max_length=63, default="worker")
-    count = serializers.IntegerField(min_value=1)
-    gpus_per_pod = serializers.IntegerField(min_value=1)
+    count = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
+    gpus_per_pod = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
 
 
 class TopologyIn(StrictMixin, serializers.Serializer):
-    required = serializers.CharField(allow_null=True, allow_blank=True, required=False, default=None)
-    preferred = serializers.CharField(allow_null=True, allow_blank=True, required=False, default=None)
+    required = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
+    preferred = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
 
 
 class JobSubmitIn(StrictMixin, serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    queue = serializers.CharField()
-    flavor = serializers.CharField()
+    queue = serializers.CharField(max_length=63)
+    flavor = serializers.CharField(max_length=63)
     pod_sets = PodSetIn(many=True, allow_empty=False)
     priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True, default=None,
                                            help_text="A priority class your team may use; omitted: the default class.")
     priority = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=-1_000_000, max_value=1_000_000,
                                         help_text="Admins only: a raw priority overriding the class's value.")
     topology = TopologyIn(required=False, default=dict)
-    runtime_limit_s = serializers.IntegerField(min_value=1, allow_null=True, required=False, default=None)
-    checkpoint_interval_s = serializers.IntegerField(min_value=1, allow_null=True, required=False, default=None)
+    runtime_limit_s = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
+    checkpoint_interval_s = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
     preemptible = serializers.BooleanField(default=True)
     pod_template = serializers.JSONField(required=False, allow_null=True, default=None, help_text=(
         "Optional Kubernetes pod template; on a Kubernetes cluster Gangway creates the gang as a suspended, gated Job."))
 
 
 class QuotaIn(StrictMixin, serializers.Serializer):
-    nominal = serializers.IntegerField(min_value=0)
-    borrowing_limit = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
-    lending_limit = serializers.IntegerField(min_value=0, allow_null=True, required=False, default=None)
+    nominal = serializers.IntegerField(min_value=0, max_value=MAX_COUNT)
+    borrowing_limit = serializers.IntegerField(min_value=0, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
+    lending_limit = serializers.IntegerField(min_value=0, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
 
 
 class QueueIn(StrictMixin, serializers.Serializer):
     name = serializers.CharField(max_length=63)
-    team = serializers.CharField()
-    cohort = serializers.CharField(allow_null=True, allow_blank=True, required=False, default=None)
-    weight = serializers.FloatField(min_value=0.001, default=1.0)
+    team = serializers.CharField(max_length=63)
+    cohort = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
+    weight = serializers.FloatField(min_value=0.001, max_value=MAX_QUEUE_WEIGHT, default=1.0)
     strategy = serializers.ChoiceField([s.value for s in QueueingStrategy], default=QueueingStrategy.BEST_EFFORT_FIFO.value)
     preemption_policy = serializers.ChoiceField(
         [p.value for p in PreemptionPolicy], default=PreemptionPolicy.WITHIN_QUEUE_AND_RECLAIM.value
@@ -70,8 +71,8 @@ class QueueIn(StrictMixin, serializers.Serializer):
 
 
 class QueuePatchIn(StrictMixin, serializers.Serializer):
-    cohort = serializers.CharField(allow_null=True, allow_blank=True, required=False)
-    weight = serializers.FloatField(min_value=0.001, required=False)
+    cohort = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False)
+    weight = serializers.FloatField(min_value=0.001, max_value=MAX_QUEUE_WEIGHT, required=False)
     strategy = serializers.ChoiceField([s.value for s in QueueingStrategy], required=False)
     preemption_policy = serializers.ChoiceField([p.value for p in PreemptionPolicy], required=False)
     quotas = serializers.DictField(child=QuotaIn(), required=False)
@@ -79,11 +80,11 @@ class QueuePatchIn(StrictMixin, serializers.Serializer):
 
 class TeamIn(StrictMixin, serializers.Serializer):
     name = serializers.CharField(max_length=63)
-    allotments = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False, default=dict)
+    allotments = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=MAX_COUNT), required=False, default=dict)
 
 
 class TeamPatchIn(StrictMixin, serializers.Serializer):
-    allotments = serializers.DictField(child=serializers.IntegerField(min_value=0), required=True)
+    allotments = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=MAX_COUNT), required=True)
 
 
 class PriorityClassPatchIn(StrictMixin, serializers.Serializer):
@@ -122,12 +123,16 @@ class TeamOut(serializers.Serializer):
     name = serializers.CharField()
     allotments = serializers.SerializerMethodField()
     queues = serializers.SerializerMethodField()
+    namespaces = serializers.SerializerMethodField(help_text="Kubernetes namespaces the team owns (set by an admin).")
 
     def get_allotments(self, team) -> dict[str, int]:
         return {a.flavor.name: a.gpus for a in team.allotments.all()}
 
     def get_queues(self, team) -> list[str]:
         return sorted(q.name for q in team.queues.all())
+
+    def get_namespaces(self, team) -> list[str]:
+        return sorted(ns.name for ns in team.namespaces.all())
 
 
 class QueueOut(serializers.Serializer):
@@ -328,8 +333,8 @@ class AuditPageOut(serializers.Serializer):
 
 class TeamUsageOut(serializers.Serializer):
     team = serializers.CharField()
-    allocated_gpus = serializers.IntegerField()
-    used_gpus = serializers.FloatField(help_text="Utilisation-weighted GPUs, averaged over the window.")
+    allocated_gpus = serializers.FloatField(help_text="GPUs held, averaged over the window.")
+    used_gpus = serializers.FloatField(help_text="Utilisation-weighted GPUs, averaged over the window (never above allocated).")
     use_percent = serializers.FloatField(allow_null=True)
     idle_gpus = serializers.IntegerField()
 
@@ -346,5 +351,6 @@ class UsageOut(serializers.Serializer):
     window_s = serializers.FloatField()
     collections = serializers.IntegerField()
     idle_threshold_percent = serializers.FloatField()
+    idle_grace_s = serializers.FloatField()
     teams = TeamUsageOut(many=True)
     idle = IdleAllocationOut(many=True)

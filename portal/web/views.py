@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.web.forms import AllotmentForm, JobSubmitForm, QuotaForm, filled_rows, pod_set_formset
 from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import AuditAction, FleetSettings, Flavor, Job, PreemptionPlan, Queue, Role, Team
-from scheduling.permissions import can_edit_team_queues, can_read_audit, is_admin, team_ids_of
+from scheduling.permissions import can_cancel_job, can_edit_team_queues, can_read_audit, is_admin, team_ids_of
+from scheduling.selectors.preemption import PLAN_VIEWS
+from scheduling.selectors.usage import GROUPINGS, WINDOWS
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.services import explanations as explanation_services
 
@@ -27,7 +31,7 @@ def job_list(request):
     page = Paginator(selectors.job_list(user=request.user, **filters), 50).get_page(request.GET.get("page"))
     return render(
         request,
-        "web/job_list.html",
+        "web/_job_table.html" if request.htmx else "web/job_list.html",
         {
             "page": page,
             "filters": filters,
@@ -94,11 +98,57 @@ def job_detail(request, pk: int):
         job = selectors.job_get(user=request.user, job_id=pk)
     except Job.DoesNotExist as error:
         raise Http404("no such job") from error
-    return render(
-        request, "web/job_detail.html",
-        {"job": job, "is_final": JobState(job.state).is_final, "explanation": job_explanation_get(job=job),
-         "audit": selectors.audit_for_job(user=request.user, job=job)},
-    )
+    is_final = JobState(job.state).is_final
+    idle = {a.job_id: a for a in selectors.idle_allocations(user=request.user)}.get(job.pk) if not is_final else None
+    context = {
+        "job": job, "is_final": is_final, "explanation": job_explanation_get(job=job), "idle": idle,
+        "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S, "can_cancel": not is_final and can_cancel_job(request.user, job),
+        "audit": selectors.audit_for_job(user=request.user, job=job),
+    }
+    if request.htmx:
+        return render(request, "web/_job_live.html", context)
+    context["usage_charts"] = _job_usage_charts(job.pk, "1h")
+    return render(request, "web/job_detail.html", context)
+
+
+def _window(request) -> str:
+    window = request.GET.get("window", "1h")
+    return window if window in WINDOWS else "1h"
+
+
+def _charts(series: list, *, url: str, window: str, by: str | None = None) -> dict:
+    for index, one in enumerate(series):
+        one.chart_id = f"usage-{by or 'job'}-{index}"
+    return {"series": series, "url": url, "window": window, "windows": list(WINDOWS), "by": by,
+            "groupings": list(GROUPINGS) if by else []}
+
+
+def _job_usage_charts(job_id: int, window: str) -> dict:
+    series = selectors.job_usage_over_time(job_id=job_id, window=window)
+    return _charts([series] if series.allocated_gpu_s else [], url=reverse("web:job-usage", args=[job_id]), window=window)
+
+
+@login_required
+def job_usage(request, pk: int):
+    """The job page's use-over-time fragment, for another window."""
+    try:
+        selectors.job_get(user=request.user, job_id=pk)
+    except Job.DoesNotExist as error:
+        raise Http404("no such job") from error
+    return render(request, "web/_usage_charts.html", {"charts": _job_usage_charts(pk, _window(request))})
+
+
+def _fleet_usage_charts(request) -> dict:
+    by = request.GET.get("by", "team")
+    by = by if by in GROUPINGS else "team"
+    window = _window(request)
+    return _charts(selectors.usage_over_time(by=by, window=window), url=reverse("web:fleet-usage"), window=window, by=by)
+
+
+@login_required
+def fleet_usage(request):
+    """The fleet page's use-over-time fragment: per team, queue or flavor, over 1 h, 24 h or 7 d."""
+    return render(request, "web/_usage_charts.html", {"charts": _fleet_usage_charts(request)})
 
 
 @login_required
@@ -118,7 +168,11 @@ def job_cancel(request, pk: int):
 def fleet(request):
     summary = selectors.fleet_summary()
     usage = selectors.usage_report(user=request.user)
-    return render(request, "web/fleet.html", {"summary": summary, "chart": summary.heatmap, "usage": usage})
+    context = {"summary": summary, "chart": summary.heatmap, "usage": usage}
+    if request.htmx:
+        return render(request, "web/_fleet_live.html", context)
+    context["usage_charts"] = _fleet_usage_charts(request)
+    return render(request, "web/fleet.html", context)
 
 
 @login_required
@@ -220,9 +274,12 @@ def _or(value, default: str):
 
 @login_required
 def preemption_list(request):
-    return render(
-        request, "web/preemption_list.html", {"plans": selectors.preemption_list()[:200], "is_admin": is_admin(request.user)}
-    )
+    view = request.GET.get("show")
+    if view not in PLAN_VIEWS:
+        view = "needs-approval" if is_admin(request.user) else "all"
+    context = {"plans": selectors.preemption_list(view=view)[:200], "is_admin": is_admin(request.user), "show": view,
+               "views": {"needs-approval": "Needs approval", "decided": "Decided", "all": "All"}}
+    return render(request, "web/_preemption_table.html" if request.htmx else "web/preemption_list.html", context)
 
 
 @login_required

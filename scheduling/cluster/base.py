@@ -37,6 +37,8 @@ class WorkloadRef:
     generation: int
     namespace: str = ""
     name: str = ""
+    kind: str = "Job"
+    """The workload's kind in the cluster: Job, JobSet, PyTorchJob."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,9 @@ class DiscoveredWorkload:
     """The pod template's tolerations as {key, operator, value, effect} dicts: GPU nodes are often tainted."""
     created_at: float | None = None
     """When the workload was created (epoch seconds): its place in the queue, not when Gangway saw it."""
+    kind: str = "Job"
+    priority_class: str | None = None
+    """The priority class the workload names (gangway.dev/priority-class or Kueue's label); resolved by the service."""
 
 
 class Cluster(Protocol):

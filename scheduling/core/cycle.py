@@ -20,7 +20,7 @@ from scheduling.core.model import (
     Verdict,
 )
 from scheduling.core.placement import FleetState
-from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption
+from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.core.quota import QuotaLedger
 from scheduling.core.readiness import gangs_not_ready
@@ -85,6 +85,7 @@ class _Cycle:
         self.quota_failures: dict[tuple, str] = {}
         self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
         self.preempting_queues: set[str] = set()
+        self.plans_made = 0
         self.domain_gpus: dict[int, dict[str, int]] = {}
 
     # 3 ---------------------------------------------------------------------------------------
@@ -234,31 +235,17 @@ class _Cycle:
         # expensive step, and the jobs behind it are served by the next cycle.
         self.preempting_queues.add(job.queue)
         queue = self.snapshot.queues[job.queue]
-        if (
-            not self.config.preemption_enabled
-            or not queue.preemption.may_preempt_within_queue
-            or len(self.preempting_queues) > self.config.max_preemption_plans_per_cycle
-        ):
+        if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return reason, message
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
-        plan = plan_preemption(
-            job,
-            candidates=candidates,
-            fleet=self.fleet,
-            ledger=self.ledger,
-            now=self.snapshot.now,
-            config=self.config,
-            reason=reason,
-            domain_gpus=self.domain_gpus,
-        )
-        if plan is None:
+        planned = self.plan_or_keep(job, reason, candidates) if candidates else None
+        if planned is None:
             return reason, message
-        approved = self.snapshot.approved_preemptions.get(job.id)
-        waits = needs_approval(plan, job, self.config, approved)
-        self.preemptions.append(PlannedPreemption(plan, waits))
-        if waits:
+        plan = planned.plan
+        self.preemptions.append(planned)
+        if planned.needs_approval:
             return (
                 PendingReason.AWAITING_APPROVAL,
                 f"{message}; a preemption of {len(plan.victims)} job(s) costing {plan.cost_gpu_hours:.1f} "
@@ -276,6 +263,40 @@ class _Cycle:
             raise AssertionError(f"preemption plan for job {job.id} does not make room")
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
         return None
+
+    def plan_or_keep(self, job: Job, reason: PendingReason, candidates: list[Job]) -> PlannedPreemption | None:
+        """The head's plan: the one awaiting an admin while the state it was planned on holds (that costs
+        no planning budget, so the heads behind it get their turn), else a new one while the budget lasts."""
+        awaiting = self.snapshot.awaiting_plans.get(job.id)
+        approved = self.snapshot.approved_preemptions.get(job.id)
+        is_still_proposable = (
+            awaiting is not None
+            and awaiting.plan.victim_ids <= {c.id for c in candidates}
+            and needs_approval(awaiting.plan, job, self.config, approved)
+        )
+        if is_still_proposable:
+            fingerprint = state_fingerprint(job, reason, candidates, self.ledger, self.fleet, awaiting.plan.domain)
+            if fingerprint == awaiting.fingerprint:
+                return awaiting
+        if self.plans_made >= self.config.max_preemption_plans_per_cycle:
+            # Out of budget: a changed state's plan stays proposed as it is until the head's turn comes.
+            return awaiting if is_still_proposable else None
+        self.plans_made += 1
+        plan = plan_preemption(
+            job,
+            candidates=candidates,
+            fleet=self.fleet,
+            ledger=self.ledger,
+            now=self.snapshot.now,
+            config=self.config,
+            reason=reason,
+            domain_gpus=self.domain_gpus,
+        )
+        if plan is None:
+            return None
+        if not needs_approval(plan, job, self.config, approved):
+            return PlannedPreemption(plan, False)
+        return PlannedPreemption(plan, True, state_fingerprint(job, reason, candidates, self.ledger, self.fleet, plan.domain))
 
     def forget_failures(self) -> None:
         self.fit_failures.clear()

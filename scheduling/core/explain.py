@@ -832,7 +832,7 @@ class Explainer:
     def _preempt(self, job: Job, queue: Queue, blocking: str, verdict: Pending | None) -> Fix | None:
         planned = self.plans.get(job.id)
         if planned is not None:
-            return _preempt_fix(planned.plan, planned.needs_approval, proposed=True)
+            return _preempt_fix(planned.plan, job, planned.needs_approval, proposed=True)
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return None
         key = (job.queue, job.shape, job.priority)
@@ -846,7 +846,7 @@ class Explainer:
         fix = None
         if plan is not None:
             approved = self.snapshot.approved_preemptions.get(job.id)
-            fix = _preempt_fix(plan, needs_approval(plan, job, self.config, approved), proposed=False)
+            fix = _preempt_fix(plan, job, needs_approval(plan, job, self.config, approved), proposed=False)
         self._preempt_cache[key] = fix
         return fix
 
@@ -881,15 +881,31 @@ class Explainer:
 _job_id = operator.attrgetter("id")
 
 
-def _preempt_fix(plan: PreemptionPlan, approval: bool, *, proposed: bool) -> Fix:
+def _preempt_fix(plan: PreemptionPlan, job: Job, approval: bool, *, proposed: bool) -> Fix:
     victims = ", ".join(f"#{v.job_id} ({v.team}, {v.gpus} GPUs, {v.cost_gpu_hours:.1f} GPU-h)" for v in plan.victims[:5])
     more = " …" if len(plan.victims) > 5 else ""
     state = "proposed, awaiting an admin's approval" if proposed and approval else ("needs an admin's approval" if approval else "runs automatically")
     return Fix(
         Action.PREEMPT, plan.cost_gpu_hours, plan.teams_affected, approval,
-        f"preempt {len(plan.victims)} job(s) in {plan.domain}: {victims}{more}; {state}",
+        f"preempt {len(plan.victims)} job(s) in {plan.domain}, {victim_rules(plan, job.queue)}: {victims}{more}; {state}",
         jobs=tuple(v.job_id for v in plan.victims),
     )
+
+
+def victim_rules(plan: PreemptionPlan, queue: str) -> str:
+    """Which rule chose the victims, e.g. "preempting 2 lower-priority jobs of its queue and reclaiming
+    16 GPUs lent to speech" (a victim of another queue is always a reclaim: see preemption.py)."""
+    own = sum(1 for v in plan.victims if v.queue == queue)
+    lent: dict[str, int] = {}
+    for victim in plan.victims:
+        if victim.queue != queue:
+            lent[victim.queue] = lent.get(victim.queue, 0) + victim.gpus
+    rules = []
+    if own:
+        rules.append(f"preempting {own} lower-priority job{'' if own == 1 else 's'} of its queue")
+    if lent:
+        rules.append("reclaiming " + ", ".join(f"{gpus} GPUs lent to {name}" for name, gpus in sorted(lent.items())))
+    return " and ".join(rules)
 
 
 def _is_movable(job: Job, fleet: FleetState) -> bool:

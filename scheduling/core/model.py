@@ -210,13 +210,14 @@ class SchedulerConfig:
     """False gives the naive baseline: first fit over all nodes, no domains, no best fit."""
     preemption_enabled: bool = True
     max_preemption_plans_per_cycle: int = 8
+    """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest
+    fair share first; the others plan in later cycles. A head whose plan awaits an admin spends none
+    while the state it was planned on holds, so every blocked head gets its turn."""
     starvation_after_s: float | None = 3600.0
     """A job pending this long, whose size its queue's nominal quota could hold, gets a reservation
     (Volcano's sla-waiting-time): later jobs of its queue stop passing it, so the queue's own usage
     drains until the job can reclaim its nominal quota. Without it a best-effort FIFO queue's big
     job starves behind its own stream of small ones. None turns it off (plain best-effort FIFO)."""
-    """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest
-    fair share first; the others plan in later cycles."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +237,9 @@ class Snapshot:
     """Per pending job id: the victim ids an admin approved for it."""
     priority_class_caps: Mapping[str, int] = field(default_factory=dict)
     """Per priority class: the GPUs each team may hold at once in jobs of that class (classes without a cap absent)."""
+    awaiting_plans: Mapping[int, "PlannedPreemption"] = field(default_factory=dict)
+    """Per pending job id: its plan still awaiting an admin's decision, with the fingerprint of the state
+    it was planned on. While that state holds, the cycle proposes it again without planning."""
     config: SchedulerConfig = SchedulerConfig()
 
 
@@ -284,6 +288,8 @@ class PreemptionPlan:
 class PlannedPreemption:
     plan: PreemptionPlan
     needs_approval: bool
+    fingerprint: str = ""
+    """The state the plan was made on (`preemption.state_fingerprint`), kept with a plan that awaits approval."""
 
 
 class Pending(NamedTuple):

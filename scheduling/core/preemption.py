@@ -1,20 +1,32 @@
-"""Preemption plans: the cheapest set of victims that lets a blocked gang fit, inside one domain.
+"""Preemption plans: the victims Kueue would choose for a blocked gang, in one plan, inside one domain.
 
-Candidates follow the pending job's queue policy:
-- within its own queue: admitted jobs of lower priority;
-- reclaim: when the job asks only for its queue's own nominal quota, jobs of other queues of the
-  cohort while those queues use borrowed capacity;
+Candidates follow the pending job's queue policy (Kueue's `withinClusterQueue: LowerPriority` and
+`reclaimWithinCohort: Any`):
+- within its own queue: admitted jobs of strictly lower priority;
+- reclaim: when the job, once admitted (after its own queue's candidates left, if need be), stays
+  within its queue's nominal quota, jobs of any priority of the other queues of the cohort that borrow;
 never a non-preemptible job, never the job that preempted this one (no ping-pong), never a job
 admitted in the same cycle.
 
-Cost is displacement: GPU-hours of work lost since each victim's last checkpoint plus a restart
-overhead. For each domain the gang may use, victims are added cheapest first until quota and
-placement both succeed *in that domain*, then any victim whose removal proves unnecessary is
-dropped (most expensive first). The cheapest domain's plan wins.
+Candidates are taken in Kueue's order, with our displacement cost (GPU-hours of work lost since each
+victim's last checkpoint, plus a restart overhead) as the tie-breaker:
+1. reclaim first: borrowers of the most-over-nominal queue first, then lowest priority, cheapest,
+   most recently started; a borrower whose queue no longer borrows once earlier victims are gone is
+   skipped;
+2. then the preemptor's own queue: lowest priority, cheapest, most recently started.
+For each domain the gang may use, victims are taken in that order until quota and placement both
+succeed *in that domain*, so one plan may mix reclaim and within-queue victims; a plan that reclaims
+must leave the job within its nominal quota, and a job that would borrow as things stand first tries
+its own queue's victims alone (Kueue's two runs, with and without borrowing). Then Kueue's
+minimal-set pass: victims are put back in the reverse order they were taken (highest priority first
+within each rule), and each one stays running if the gang still fits. Among domains the plan that
+reaches least far down the order wins (its most preemptible-last victim: reclaim before own queue,
+then the lowest priority), then the cheapest.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -22,6 +34,9 @@ from scheduling.core.model import FLEET, Job, PendingReason, PreemptionPlan, Que
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger, cohort_of
 from scheduling.core.topology import levels_to_try
+
+RECLAIM, WITHIN_QUEUE = 0, 1
+"""Which rule makes a job a candidate, in the order candidates are taken."""
 
 
 def displacement_cost_gpu_hours(job: Job, now: float, restart_overhead_s: float) -> float:
@@ -42,13 +57,23 @@ def needs_approval(plan: PreemptionPlan, job: Job, config: SchedulerConfig, appr
 @dataclass(slots=True, eq=False)
 class _Candidate:
     job: Job
+    rule: int
+    order: tuple
+    """Position in Kueue's candidate order (then ours): smaller is taken first."""
     cost_gpu_hours: float
     gpus_by_domain: dict[str, int]
     """GPUs this victim would free in each domain it has pods in."""
+    lender_queue: Queue | None
+    """For a reclaim candidate, its queue: skipped once that queue no longer borrows."""
+
+    @property
+    def band(self) -> tuple[int, int]:
+        """How far down the order a plan reaches when it takes this victim: rule, then priority."""
+        return self.rule, self.job.priority
 
 
 MAX_DOMAINS_EXAMINED = 8
-"""Domains whose cheapest-victims estimate is lowest get an exact check; the rest are skipped."""
+"""Domains whose first-victims-in-order estimate is best get an exact check; the rest are skipped."""
 
 
 def candidate_victims(
@@ -61,14 +86,9 @@ def candidate_victims(
 ) -> list[Job]:
     queue = queues[job.queue]
     policy = queue.preemption
-    quota = queue.quotas.get(job.flavor)
-    reclaims = (
-        policy.may_reclaim_in_cohort
-        and queue.cohort is not None
-        and quota is not None
-        and ledger.usage(queue.name, job.flavor) + job.gpus <= quota.nominal
-    )
-    candidates = []
+    cohort = cohort_of(queue)
+    own: list[Job] = []
+    borrowed_from: list[Job] = []
     for other in holding:
         if other.flavor != job.flavor or not other.is_preemptible:
             continue
@@ -76,13 +96,40 @@ def candidate_victims(
             continue
         if other.queue == job.queue:
             if policy.may_preempt_within_queue and other.priority < job.priority:
-                candidates.append(other)
-        elif reclaims:
+                own.append(other)
+        elif policy.may_reclaim_in_cohort and queue.cohort is not None:
             other_queue = queues.get(other.queue)
-            if other_queue is not None and cohort_of(other_queue) == cohort_of(queue):
-                if ledger.borrowed(other_queue, job.flavor) > 0:
-                    candidates.append(other)
-    return candidates
+            if other_queue is not None and cohort_of(other_queue) == cohort and ledger.borrowed(other_queue, job.flavor) > 0:
+                borrowed_from.append(other)
+    if borrowed_from and _is_within_nominal(job, ledger, freed_gpus=sum(c.gpus for c in own)):
+        return own + borrowed_from
+    return own
+
+
+def _is_within_nominal(job: Job, ledger: QuotaLedger, freed_gpus: int = 0) -> bool:
+    """Would the job, admitted after `freed_gpus` of its queue's own usage left, stay within its nominal
+    quota? Reclaim is only for such a job (Kueue's reclaim without borrowing)."""
+    quota = ledger.queues[job.queue].quotas.get(job.flavor)
+    return quota is not None and ledger.usage(job.queue, job.flavor) - freed_gpus + job.gpus <= quota.nominal
+
+
+def state_fingerprint(job: Job, reason: PendingReason, candidates: Sequence[Job], ledger: QuotaLedger,
+                      fleet: FleetState, domain_key: str) -> str:
+    """What a plan for `job` was made from: its candidates, its cohort's usage, the free GPUs of the plan's domain.
+
+    While it is unchanged, planning again would give the same plan: a head whose plan awaits an admin
+    keeps it without spending the cycle's planning budget. Stable across processes (it is stored).
+    """
+    queue = ledger.queues[job.queue]
+    cohort = cohort_of(queue)
+    usage = tuple(
+        (name, ledger.usage(name, job.flavor)) for name, other in sorted(ledger.queues.items()) if cohort_of(other) == cohort
+    )
+    domain = fleet.domain_by_key.get(domain_key)
+    free_gpus = fleet.free_gpus_in(domain, fleet.tolerated_classes(job)) if domain is not None else -1
+    victims = tuple(sorted((c.id, c.started_at) for c in candidates))
+    state = (job.id, job.priority, job.pod_sets, job.topology, reason.value, domain_key, free_gpus, usage, victims)
+    return hashlib.blake2b(repr(state).encode(), digest_size=8).hexdigest()
 
 
 def plan_preemption(
@@ -96,7 +143,7 @@ def plan_preemption(
     reason: PendingReason,
     domain_gpus: dict[int, dict[str, int]] | None = None,
 ) -> PreemptionPlan | None:
-    """The cheapest victim set that makes `job` fit quota and one domain, or None. State is left as found.
+    """The victims, in Kueue's order, that make `job` fit quota and one domain, or None. State is left as found.
 
     `domain_gpus` (job id → GPUs per domain key) may be shared by the plans of one cycle: a running
     job's placement does not change while the cycle plans.
@@ -105,53 +152,85 @@ def plan_preemption(
         return None
     if domain_gpus is None:
         domain_gpus = {}
-    scored = sorted(
-        (_Candidate(c, displacement_cost_gpu_hours(c, now, config.restart_overhead_s), _gpus_by_domain(c, fleet, domain_gpus))
-         for c in candidates),
-        key=lambda c: (c.cost_gpu_hours, c.job.priority, -(c.job.started_at or 0.0), c.job.id),
-    )
+    ordered = _in_order(job, candidates, fleet, ledger, now, config, domain_gpus)
+    for attempt in _attempts(job, ordered, ledger):
+        plan = _plan_in_best_domain(job, attempt, fleet, ledger, reason)
+        if plan is not None:
+            return plan
+    return None
+
+
+def _attempts(job: Job, ordered: list[_Candidate], ledger: QuotaLedger) -> list[list[_Candidate]]:
+    """Kueue's runs over the candidates. A job within its nominal quota as things stand reclaims first.
+    One that would borrow first tries its own queue's victims alone (it may borrow then), and only then
+    reclaim as well (a plan that reclaims must leave it within nominal)."""
+    within_queue = [c for c in ordered if c.rule == WITHIN_QUEUE]
+    if not within_queue or len(within_queue) == len(ordered) or _is_within_nominal(job, ledger):
+        return [ordered]
+    return [within_queue, ordered]
+
+
+def _plan_in_best_domain(job: Job, ordered: list[_Candidate], fleet: FleetState, ledger: QuotaLedger,
+                         reason: PendingReason) -> PreemptionPlan | None:
     quota_blocks = reason is PendingReason.QUOTA
-    if quota_blocks and not _quota_can_be_met(job, scored, ledger):
+    if quota_blocks and not _quota_can_be_met(job, ordered, ledger):
         return None
     if quota_blocks and fleet.place(job) is not None:
         # Only quota blocks: the victims may run anywhere; the gang then goes where it fits now.
-        victims = _victims_for_domain(job, None, scored, fleet, ledger)
+        victims = _victims_for_domain(job, None, ordered, fleet, ledger)
         return _plan(job, victims, FLEET, reason) if victims is not None else None
     classes = fleet.tolerated_classes(job)
-    # Estimate each domain by the cheapest victims that free enough GPUs in it; check the best few exactly.
+    # Estimate each domain by the first victims in order that free enough GPUs in it; check the best few exactly.
     in_domain: dict[str, list[_Candidate]] = {}
-    for candidate in scored:
+    for candidate in ordered:
         for key in candidate.gpus_by_domain:
             in_domain.setdefault(key, []).append(candidate)
     estimates = []
     for rank, level in enumerate(levels_to_try(fleet.topology, job.topology)):
         for domain in fleet.domains.get(level, ()):
             missing = job.gpus - fleet.free_gpus_in(domain, classes)
-            estimate = 0.0
+            band, cost = (RECLAIM, float("-inf")), 0.0
             for candidate in in_domain.get(domain.key, ()):
                 if missing <= 0:
                     break
                 missing -= candidate.gpus_by_domain[domain.key]
-                estimate += candidate.cost_gpu_hours
+                band, cost = max(band, candidate.band), cost + candidate.cost_gpu_hours
             if missing <= 0:
-                estimates.append((estimate, rank, domain.key, domain))
-    estimates.sort(key=lambda e: e[:3])
+                estimates.append(((band, cost, rank, domain.key), rank, domain))
+    estimates.sort(key=lambda e: e[0])
     best: tuple | None = None
-    for estimate, rank, key, domain in estimates[:MAX_DOMAINS_EXAMINED]:
-        useful = in_domain[domain.key] if domain.key in in_domain else []
-        if quota_blocks:  # victims elsewhere still return quota
-            chosen = set(map(id, useful))
-            useful = [*useful, *(c for c in scored if id(c) not in chosen)]
+    for _, rank, domain in estimates[:MAX_DOMAINS_EXAMINED]:
+        # Victims elsewhere still return quota when quota blocks; only the domain's own help placement.
+        useful = ordered if quota_blocks else in_domain.get(domain.key, [])
         victims = _victims_for_domain(job, domain, useful, fleet, ledger)
         if victims is None:
             continue
-        cost = sum(v.cost_gpu_hours for v in victims)
-        if best is None or (cost, rank, key) < best[0]:
-            best = ((cost, rank, key), domain, victims)
+        key = (max(v.band for v in victims), sum(v.cost_gpu_hours for v in victims), len(victims), rank, domain.key)
+        if best is None or key < best[0]:
+            best = (key, domain, victims)
     if best is None:
         return None
     _, domain, victims = best
     return _plan(job, victims, domain.key, reason)
+
+
+def _in_order(job, candidates, fleet, ledger, now, config, domain_gpus) -> list[_Candidate]:
+    """Kueue's candidate order, then ours: reclaim (most-over-nominal queue, lowest priority) before the
+    preemptor's own queue (lowest priority); then the cheapest displacement, the most recently started."""
+    queues = ledger.queues
+    ordered = []
+    for c in candidates:
+        cost = displacement_cost_gpu_hours(c, now, config.restart_overhead_s)
+        recency = -(c.started_at if c.started_at is not None else now)
+        if c.queue == job.queue:
+            rule, lender, over_nominal = WITHIN_QUEUE, None, 0
+        else:
+            rule, lender = RECLAIM, queues[c.queue]
+            over_nominal = ledger.borrowed(lender, job.flavor)
+        order = (rule, -over_nominal, c.priority, cost, recency, c.id)
+        ordered.append(_Candidate(c, rule, order, cost, _gpus_by_domain(c, fleet, domain_gpus), lender))
+    ordered.sort(key=lambda c: c.order)
+    return ordered
 
 
 def _plan(job: Job, victims: list[_Candidate], domain_key: str, reason: PendingReason) -> PreemptionPlan:
@@ -166,14 +245,14 @@ def _plan(job: Job, victims: list[_Candidate], domain_key: str, reason: PendingR
     )
 
 
-def _quota_can_be_met(job: Job, scored: Sequence[_Candidate], ledger: QuotaLedger) -> bool:
+def _quota_can_be_met(job: Job, ordered: Sequence[_Candidate], ledger: QuotaLedger) -> bool:
     """Would removing every candidate let the job pass quota? If not, no domain can help."""
-    for candidate in scored:
+    for candidate in ordered:
         ledger.remove(candidate.job)
     try:
         return ledger.check(job).fits
     finally:
-        for candidate in scored:
+        for candidate in ordered:
             ledger.add(candidate.job)
 
 
@@ -192,37 +271,53 @@ def _gpus_by_domain(job: Job, fleet: FleetState, known: dict[int, dict[str, int]
     return by_domain
 
 
-def _victims_for_domain(job, domain, useful, fleet: FleetState, ledger: QuotaLedger) -> list[_Candidate] | None:
-    """Cheapest first until quota and placement in `domain` succeed; then drop the unneeded, dearest first.
+def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLedger) -> list[_Candidate] | None:
+    """Take candidates in order until quota and placement in `domain` succeed; then Kueue's minimal-set pass.
 
     With no domain only quota is checked: the caller knows the gang fits the fleet as it is.
     """
     removed: list[_Candidate] = []
+    reclaimed = 0
     classes = fleet.tolerated_classes(job)
 
+    def take(candidate: _Candidate) -> None:
+        nonlocal reclaimed
+        _evict(candidate.job, fleet, ledger)
+        reclaimed += candidate.rule == RECLAIM
+
+    def put_back(candidate: _Candidate) -> None:
+        nonlocal reclaimed
+        _restore(candidate.job, fleet, ledger)
+        reclaimed -= candidate.rule == RECLAIM
+
     def fits() -> bool:
-        if domain is None:
-            return ledger.check(job).fits
-        return (
-            fleet.free_gpus_in(domain, classes) >= job.gpus
-            and ledger.check(job).fits
-            and fleet.place(job, within=domain) is not None
+        if not ledger.check(job).fits or (reclaimed and not _is_within_nominal(job, ledger)):
+            return False
+        return domain is None or (
+            fleet.free_gpus_in(domain, classes) >= job.gpus and fleet.place(job, within=domain) is not None
         )
 
     try:
-        for candidate in useful:
-            _evict(candidate.job, fleet, ledger)
+        quota_fits = ledger.check(job).fits
+        for candidate in ordered:
+            if candidate.lender_queue is not None and ledger.borrowed(candidate.lender_queue, job.flavor) <= 0:
+                continue  # its queue is back within nominal: nothing left to reclaim from it
+            if quota_fits and domain is not None and domain.key not in candidate.gpus_by_domain:
+                continue  # quota is met; a victim outside the domain frees no room the gang can use
+            take(candidate)
             removed.append(candidate)
             if fits():
                 break
+            quota_fits = quota_fits or ledger.check(job).fits
         else:
             return None
-        for candidate in sorted(removed, key=lambda c: -c.cost_gpu_hours):
-            _restore(candidate.job, fleet, ledger)
+        # The last victim taken was needed; the others go back, latest taken first, if the gang still fits.
+        for candidate in reversed(removed[:-1]):
+            put_back(candidate)
             if fits():
                 removed = [c for c in removed if c is not candidate]
             else:
-                _evict(candidate.job, fleet, ledger)
+                take(candidate)
         return list(removed)
     finally:
         for candidate in removed:
@@ -239,4 +334,4 @@ def _restore(job: Job, fleet: FleetState, ledger: QuotaLedger) -> None:
     ledger.add(job)
 
 
-__all__ = ["candidate_victims", "displacement_cost_gpu_hours", "needs_approval", "plan_preemption"]
+__all__ = ["candidate_victims", "displacement_cost_gpu_hours", "needs_approval", "plan_preemption", "state_fingerprint"]

@@ -3,12 +3,12 @@
 from scheduling.models.audit import AuditAction, AuditRecord
 from scheduling.models.fleet import FleetSettings, Node, ReconcileState
 from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
-from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment
+from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.priority import PriorityClass
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
-from scheduling.models.usage import GpuUsageSample, WorkloadRejection
+from scheduling.models.usage import GpuUsageSample, UsageRollup, WorkloadRejection
 
 __all__ = [
     "AuditAction",
@@ -35,5 +35,7 @@ __all__ = [
     "SimulatedWorkload",
     "Team",
     "TeamAllotment",
+    "TeamNamespace",
+    "UsageRollup",
     "WorkloadRejection",
 ]

@@ -51,6 +51,7 @@ class ReconcileState(models.Model):
 
     last_pass_at = models.DateTimeField(null=True, blank=True)
     passes = models.PositiveBigIntegerField(default=0)
+    lost_races = models.PositiveBigIntegerField(default=0, help_text="Decisions not written because the job changed during the pass.")
 
     def __str__(self) -> str:
         return f"reconcile pass {self.passes} at {self.last_pass_at}"

@@ -44,7 +44,8 @@ class Job(models.Model):
 
     # Where the gang lives in a Kubernetes cluster: a discovered Job, or one Gangway created from `pod_template`.
     cluster_namespace = models.CharField(max_length=63, blank=True, default="")
-    cluster_name = models.CharField(max_length=63, blank=True, default="", help_text="Name of the batch/v1 Job; empty on the simulated cluster.")
+    cluster_name = models.CharField(max_length=63, blank=True, default="", help_text="Name of the workload (a Job, JobSet or PyTorchJob); empty on the simulated cluster.")
+    cluster_kind = models.CharField(max_length=32, blank=True, default="Job", help_text="Kind of the workload: Job, JobSet or PyTorchJob.")
     pod_template = models.JSONField(null=True, blank=True, help_text="Pod template of a job submitted through Gangway; created in the cluster as a suspended Job.")
 
     class Meta:
@@ -80,14 +81,13 @@ class PodSet(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="pod_sets")
     name = models.CharField(max_length=63)
     count = models.PositiveIntegerField()
-    gpus_per_pod = models.PositiveIntegerField()
+    gpus_per_pod = models.PositiveIntegerField(help_text="0 for a role without GPUs (a JobSet's launcher) in a GPU gang.")
 
     class Meta:
         ordering = ["job", "id"]
         constraints = [
             models.UniqueConstraint(fields=["job", "name"], name="podset_unique_job_name"),
             models.CheckConstraint(condition=models.Q(count__gt=0), name="podset_count_positive"),
-            models.CheckConstraint(condition=models.Q(gpus_per_pod__gt=0), name="podset_gpus_positive"),
         ]
 
     def __str__(self) -> str:

@@ -22,6 +22,20 @@ class Team(models.Model):
         return self.name
 
 
+class TeamNamespace(models.Model):
+    """A Kubernetes namespace a team owns: its workloads may only use the team's queues, and jobs the
+    team submits through Gangway are created there. A namespace belongs to one team at most."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="namespaces")
+    name = models.SlugField(max_length=63, unique=True, help_text="The Kubernetes namespace (a DNS label).")
+
+    class Meta:
+        ordering = ["team", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.team})"
+
+
 class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")

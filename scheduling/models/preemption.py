@@ -27,6 +27,9 @@ class PreemptionPlan(models.Model):
     cost_gpu_hours = models.FloatField(default=0.0)
     teams_affected = models.JSONField(default=list, blank=True)
     needs_approval = models.BooleanField(default=False)
+    state_fingerprint = models.CharField(max_length=32, blank=True, default="")
+    """The state a plan awaiting approval was made on: while it holds, the next passes propose it again
+    without planning (the core's `preemption.state_fingerprint`)."""
     status = models.CharField(max_length=16, choices=PlanStatus.choices, default=PlanStatus.PROPOSED)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)

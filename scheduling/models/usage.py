@@ -44,3 +44,32 @@ class WorkloadRejection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}: {self.message}"
+
+
+class UsageRollup(models.Model):
+    """GPU-seconds one job held and used in one bucket: a minute while recent, an hour once compacted.
+
+    Team, queue and flavor are copied from the job so use over time per team, queue or flavor is one query;
+    rows outlive their job (the FK is nulled) so history stays whole."""
+
+    start = models.DateTimeField()
+    bucket_s = models.PositiveIntegerField()
+    job = models.ForeignKey("scheduling.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="usage_rollups")
+    team = models.ForeignKey("scheduling.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    queue = models.ForeignKey("scheduling.Queue", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    flavor = models.ForeignKey("scheduling.Flavor", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    allocated_gpu_s = models.FloatField()
+    used_gpu_s = models.FloatField()
+
+    class Meta:
+        ordering = ["start"]
+        indexes = [
+            models.Index(fields=["start", "bucket_s"], name="rollup_start"),
+            models.Index(fields=["team", "start"], name="rollup_team_start"),
+            models.Index(fields=["queue", "start"], name="rollup_queue_start"),
+            models.Index(fields=["flavor", "start"], name="rollup_flavor_start"),
+            models.Index(fields=["job", "start"], name="rollup_job_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} {self.used_gpu_s:.0f}/{self.allocated_gpu_s:.0f} GPU-s from {self.start:%H:%M}"

@@ -6,7 +6,7 @@ from scheduling.selectors.jobs import job_get, job_list
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
 from scheduling.selectors.preemption import preemption_list
 from scheduling.selectors.priority_classes import priority_class_get, priority_class_list
-from scheduling.selectors.usage import usage_report
+from scheduling.selectors.usage import idle_allocations, job_usage_over_time, usage_over_time, usage_report
 
 __all__ = [
     "audit_actors",
@@ -25,4 +25,7 @@ __all__ = [
     "team_list",
     "allotment_rows",
     "usage_report",
+    "usage_over_time",
+    "job_usage_over_time",
+    "idle_allocations",
 ]

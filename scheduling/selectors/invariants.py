@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from django.db.models import Sum
+from django.db.models import Count, F, Sum
 
 from scheduling.cluster.base import WorkloadPhase, WorkloadRef
-from scheduling.models import Job, Node, Placement, PodSet, Queue, QueueQuota
+from scheduling.core.model import JobState
+from scheduling.models import Job, JobEvent, Node, Placement, PodSet, Queue, QueueQuota
 from scheduling.models.jobs import HOLDING_STATES
 
 
@@ -20,6 +21,7 @@ def invariant_violations(*, cluster=None, now: float | None = None) -> list[str]
         *_nodes_over_committed(),
         *_queues_over_quota(),
         *_incomplete_placements(),
+        *_cancelled_but_running(),
         *_placements_without_node(),
         *_generations(),
         *(_cluster_disagrees(cluster, time.time() if now is None else now) if cluster is not None else ()),
@@ -95,8 +97,26 @@ def _incomplete_placements() -> list[str]:
         ) and set(placed[job_id]) <= set(wanted[job_id])
         if not is_complete or pods_wanted == 0:
             problems.append(f"job {job_id} holds GPUs without a full placement: {pods_placed} of {pods_wanted} pods placed")
-    stale = Placement.objects.exclude(job__state__in=HOLDING_STATES).values("job_id").annotate(pods=Sum("gpus")).order_by("job_id")
+    stale = (
+        Placement.objects.exclude(job__state__in=[*HOLDING_STATES, JobState.CANCELLED.value])
+        .values("job_id").annotate(pods=Sum("gpus")).order_by("job_id")
+    )
     problems.extend(f"job {row['job_id']} holds no GPUs but still has placements" for row in stale)
+    return problems
+
+
+def _cancelled_but_running() -> list[str]:
+    """A stop is final: a cancelled job holds no GPUs, and no admission or start is recorded after its cancel."""
+    holding = (
+        Placement.objects.filter(job__state=JobState.CANCELLED.value)
+        .values("job_id").annotate(pods=Count("id")).order_by("job_id")
+    )
+    problems = [f"job {row['job_id']} was cancelled but holds GPUs: {row['pods']} pods placed" for row in holding]
+    ran_after = (
+        JobEvent.objects.filter(to_state__in=HOLDING_STATES, job__events__to_state=JobState.CANCELLED.value, job__events__id__lt=F("id"))
+        .values_list("job_id", "to_state").distinct().order_by("job_id")
+    )
+    problems.extend(f"job {job_id} was {state} after its cancel" for job_id, state in ran_after)
     return problems
 
 
@@ -118,9 +138,10 @@ def _cluster_disagrees(cluster, now: float) -> list[str]:
     """Released gangs must run the generation Gangway recorded; stopped jobs must not run at all."""
     jobs = list(
         Job.objects.filter(admission_generation__gt=0).exclude(state__in=["succeeded", "failed"])
-        .values("id", "state", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name")
+        .values("id", "state", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "cluster_kind")
     )
-    refs = [WorkloadRef(job_id=j["id"], generation=j["applied_generation"], namespace=j["cluster_namespace"], name=j["cluster_name"]) for j in jobs]
+    refs = [WorkloadRef(job_id=j["id"], generation=j["applied_generation"], namespace=j["cluster_namespace"], name=j["cluster_name"],
+                        kind=j["cluster_kind"]) for j in jobs]
     statuses = cluster.workload_statuses(refs, now) if refs else {}
     problems = []
     for job in jobs:

@@ -11,7 +11,7 @@ from scheduling.models.jobs import HOLDING_STATES
 
 
 def team_list() -> QuerySet:
-    return Team.objects.prefetch_related("allotments__flavor", "queues").order_by("name")
+    return Team.objects.prefetch_related("allotments__flavor", "queues", "namespaces").order_by("name")
 
 
 def allotment_rows() -> list[dict]:

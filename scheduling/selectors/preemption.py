@@ -5,12 +5,22 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from scheduling.models import PreemptionPlan, PreemptionVictim
+from scheduling.models.preemption import PlanStatus
+
+PLAN_VIEWS = {
+    "needs-approval": {"status": PlanStatus.PROPOSED, "needs_approval": True},
+    "decided": {"status__in": [PlanStatus.APPROVED, PlanStatus.REJECTED, PlanStatus.EXECUTED]},
+    "all": {},
+}
+"""The plan list's filters. Superseded plans (replaced by a newer plan for the same job) appear in none of them."""
 
 
-def preemption_list(*, status: str | None = None) -> QuerySet:
-    plans = PreemptionPlan.objects.select_related("job__queue", "decided_by").prefetch_related(
-        Prefetch("victim_rows", queryset=PreemptionVictim.objects.select_related("job__queue").order_by("job_id"))
+def preemption_list(*, status: str | None = None, view: str = "all") -> QuerySet:
+    plans = PreemptionPlan.objects.select_related("job__queue__team", "decided_by").prefetch_related(
+        Prefetch("victim_rows", queryset=PreemptionVictim.objects.select_related("job__queue__team").order_by("job_id"))
     )
     if status:
         plans = plans.filter(status=status)
+    else:
+        plans = plans.exclude(status=PlanStatus.SUPERSEDED).filter(**PLAN_VIEWS[view])
     return plans.order_by("-created_at", "-id")

@@ -1,35 +1,39 @@
-"""Usage reads: allocation vs use per team over a recent window, and the idle allocations (held, barely used)."""
+"""Usage reads: allocation vs use per team over a window, use over time per team, queue, flavor or job, and the
+idle allocations (held for longer than the grace period, used below the threshold all that time)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
-from django.db.models import Avg, Count, Sum
+from django.conf import settings
+from django.db.models import Min, Sum
 
-from scheduling.models import GpuUsageSample, Job, Team
+from scheduling.models import Job, Team, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.permissions import is_admin, team_ids_of
 from scheduling.services.common import to_datetime
+from scheduling.usage.rollup import UsePoint, use_percent, use_series
 
-IDLE_UTIL_PERCENT = 10.0
-"""A job whose GPUs averaged below this over the window is an idle allocation."""
 WINDOW_S = 3600.0
+WINDOWS = {"1h": (3600, 60), "24h": (24 * 3600, 15 * 60), "7d": (7 * 24 * 3600, 3600)}
+"""Chart windows: (length, bin width) in seconds."""
+GROUPINGS = {"team": "team__name", "queue": "queue__name", "flavor": "flavor__name"}
 
 
 @dataclass
 class TeamUsage:
     team: str
-    allocated_gpus: int
-    """GPUs held now by the team's admitted and running jobs."""
+    allocated_gpus: float
+    """Mean GPUs the team's jobs held over the window."""
     used_gpus: float
-    """Mean over the window's collections of the sum of utilisation (0–1) of the team's GPUs."""
+    """Mean utilisation-weighted GPUs they used over the window (never above allocated)."""
     idle_gpus: int
-    """Allocated GPUs of the team's idle allocations."""
+    """GPUs held now by the team's idle allocations."""
 
     @property
     def use_percent(self) -> float | None:
-        return round(100.0 * self.used_gpus / self.allocated_gpus, 1) if self.allocated_gpus else None
+        return use_percent(self.used_gpus, self.allocated_gpus)
 
 
 @dataclass
@@ -38,50 +42,139 @@ class IdleAllocation:
     job_name: str | None
     """None for jobs of teams the reader is not in (as everywhere else)."""
     team: str
+    queue: str
     gpus: int
     mean_util_percent: float
+    idle_since_s: float
+    """When the job was admitted: it has been below the threshold for at least the grace period since."""
 
 
 @dataclass
 class UsageReport:
     window_s: float
     collections: int
-    """Sample rounds inside the window; 0 means no usage data yet."""
+    """Minutes with use data inside the window; 0 means no usage data yet."""
     teams: list[TeamUsage] = field(default_factory=list)
     idle: list[IdleAllocation] = field(default_factory=list)
-    idle_threshold_percent: float = IDLE_UTIL_PERCENT
+    idle_threshold_percent: float = 10.0
+    idle_grace_s: float = 600.0
+
+
+@dataclass
+class UsageSeries:
+    """Use over time of one team, queue, flavor or job: mean GPUs allocated and used per bin."""
+
+    name: str
+    points: list[UsePoint]
+    allocated_gpu_s: float
+    used_gpu_s: float
+
+    @property
+    def use_percent(self) -> float | None:
+        return use_percent(self.used_gpu_s, self.allocated_gpu_s)
+
+    @property
+    def mean_allocated_gpus(self) -> float:
+        """Over the bins in which it held GPUs (a job admitted ten minutes ago held 384, not 64 over the hour)."""
+        held = [p for p in self.points if p.allocated_gpus]
+        return round(sum(p.allocated_gpus for p in held) / max(1, len(held)), 1)
+
+    @property
+    def mean_used_gpus(self) -> float:
+        held = [p for p in self.points if p.allocated_gpus]
+        return round(sum(p.used_gpus for p in held) / max(1, len(held)), 1)
+
+    def chart(self) -> dict:
+        return {
+            "name": self.name,
+            "t": [to_datetime(p.start_s).isoformat() for p in self.points],
+            "allocated": [p.allocated_gpus for p in self.points],
+            "used": [p.used_gpus for p in self.points],
+        }
+
+
+def _window(now: float | None, window_s: float):
+    now = time.time() if now is None else now
+    return now, UsageRollup.objects.filter(start__gte=to_datetime(now - window_s), start__lte=to_datetime(now))
+
+
+def idle_allocations(*, user, now: float | None = None) -> list[IdleAllocation]:
+    """Jobs holding GPUs since before the grace period whose use over the whole grace period is below the threshold."""
+    grace_s, threshold = settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT
+    now, window = _window(now, grace_s)
+    held = {
+        row["id"]: row
+        for row in Job.objects.filter(state__in=HOLDING_STATES, admitted_at__lte=to_datetime(now - grace_s))
+        .values("id", "name", "gpus", "admitted_at", "queue__team_id", "queue__team__name", "queue__name")
+    }
+    per_job = (
+        window.filter(job_id__in=list(held)).values("job_id")
+        .annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s"), first=Min("start")).order_by()
+    )
+    visible_teams = None if is_admin(user) else team_ids_of(user)
+    idle = []
+    for row in per_job:
+        util = use_percent(row["used"], row["allocated"])
+        if util is None or util >= threshold:
+            continue
+        job = held[row["job_id"]]
+        is_visible = visible_teams is None or job["queue__team_id"] in visible_teams
+        idle.append(IdleAllocation(
+            job_id=job["id"], job_name=job["name"] if is_visible else None, team=job["queue__team__name"],
+            queue=job["queue__name"], gpus=job["gpus"], mean_util_percent=util, idle_since_s=job["admitted_at"].timestamp(),
+        ))
+    idle.sort(key=lambda a: (-a.gpus, a.mean_util_percent, a.job_id))
+    return idle
 
 
 def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) -> UsageReport:
-    """Four queries whatever the fleet's size: collections, use per team, allocation per team, use per held job."""
-    now = time.time() if now is None else now
-    window = GpuUsageSample.objects.filter(at__gt=to_datetime(now - window_s), at__lte=to_datetime(now))
-    collections = window.values("at").distinct().count()
-    used = {row["team"]: (row["util"] or 0.0) for row in window.exclude(team=None).values("team").annotate(util=Sum("util_percent"))}
-    allocated = dict(Job.objects.filter(state__in=HOLDING_STATES).values("queue__team").annotate(gpus=Sum("gpus")).values_list("queue__team", "gpus"))
-    held = {
-        row["id"]: row
-        for row in Job.objects.filter(state__in=HOLDING_STATES).values("id", "name", "gpus", "queue__team_id", "queue__team__name")
+    """Four queries whatever the fleet's size: minutes with data, GPU-seconds per team, held jobs, their use in the grace period."""
+    now, window = _window(now, window_s)
+    collections = window.values("start").distinct().count()
+    covered_s = min(window_s, collections * 60.0) or window_s  # means over the minutes with data: a fresh install has only a few
+    per_team = {
+        row["team_id"]: row
+        for row in window.exclude(team=None).values("team_id").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
     }
-    per_job = window.filter(job_id__in=list(held)).values("job").annotate(util=Avg("util_percent"), n=Count("id"))
-    visible_teams = None if is_admin(user) else team_ids_of(user)
-    idle, idle_gpus = [], {}
-    for row in per_job:
-        if row["util"] is None or row["util"] >= IDLE_UTIL_PERCENT:
-            continue
-        job = held[row["job"]]
-        idle_gpus[job["queue__team_id"]] = idle_gpus.get(job["queue__team_id"], 0) + job["gpus"]
-        is_visible = visible_teams is None or job["queue__team_id"] in visible_teams
-        idle.append(IdleAllocation(job_id=job["id"], job_name=job["name"] if is_visible else None, team=job["queue__team__name"],
-                                   gpus=job["gpus"], mean_util_percent=round(row["util"], 1)))
-    teams = [
-        TeamUsage(
-            team=team.name,
-            allocated_gpus=allocated.get(team.pk, 0),
-            used_gpus=round(used.get(team.pk, 0.0) / 100.0 / collections, 2) if collections else 0.0,
-            idle_gpus=idle_gpus.get(team.pk, 0),
-        )
-        for team in Team.objects.order_by("name")
+    idle = idle_allocations(user=user, now=now)
+    idle_gpus: dict[str, int] = {}
+    for allocation in idle:
+        idle_gpus[allocation.team] = idle_gpus.get(allocation.team, 0) + allocation.gpus
+    teams = []
+    for team in Team.objects.order_by("name"):
+        row = per_team.get(team.pk, {"allocated": 0.0, "used": 0.0})
+        teams.append(TeamUsage(team=team.name, allocated_gpus=round(row["allocated"] / covered_s, 2),
+                               used_gpus=round(row["used"] / covered_s, 2), idle_gpus=idle_gpus.get(team.name, 0)))
+    return UsageReport(window_s=window_s, collections=collections, teams=teams, idle=idle,
+                       idle_threshold_percent=settings.GANGWAY_IDLE_THRESHOLD_PERCENT, idle_grace_s=settings.GANGWAY_IDLE_GRACE_S)
+
+
+def usage_over_time(*, by: str, window: str, now: float | None = None) -> list[UsageSeries]:
+    """One series per team, queue or flavor (`by`) over the window ("1h", "24h", "7d"), busiest first. Team
+    totals are not secret: every reader sees every team's use, as on the fleet page."""
+    window_s, step_s = WINDOWS[window]
+    now, rows = _window(now, window_s)
+    key = GROUPINGS[by]
+    grouped: dict[str, list[tuple[float, float, float]]] = {}
+    for row in rows.exclude(**{key: None}).values(key, "start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by():
+        grouped.setdefault(row[key], []).append((row["start"].timestamp(), row["allocated"], row["used"]))
+    series = [_series(name, group_rows, now=now, window_s=window_s, step_s=step_s) for name, group_rows in grouped.items()]
+    series.sort(key=lambda s: (-s.allocated_gpu_s, s.name))
+    return series
+
+
+def job_usage_over_time(*, job_id: int, window: str, now: float | None = None) -> UsageSeries:
+    window_s, step_s = WINDOWS[window]
+    now, rows = _window(now, window_s)
+    job_rows = [
+        (row["start"].timestamp(), row["allocated"], row["used"])
+        for row in rows.filter(job_id=job_id).values("start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
     ]
-    idle.sort(key=lambda a: (-a.gpus, a.mean_util_percent, a.job_id))
-    return UsageReport(window_s=window_s, collections=collections, teams=teams, idle=idle)
+    return _series(f"job {job_id}", job_rows, now=now, window_s=window_s, step_s=step_s)
+
+
+def _series(name: str, rows: list[tuple[float, float, float]], *, now: float, window_s: float, step_s: float) -> UsageSeries:
+    return UsageSeries(
+        name=name, points=use_series(rows, since_s=now - window_s, until_s=now, step_s=step_s),
+        allocated_gpu_s=sum(r[1] for r in rows), used_gpu_s=sum(min(r[2], r[1]) for r in rows),
+    )

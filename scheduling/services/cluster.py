@@ -16,7 +16,7 @@ from scheduling.cluster.base import Cluster, DiscoveredWorkload, WorkloadPhase, 
 from scheduling.core.model import JobState
 from scheduling.core.model import Node as CoreNode
 from scheduling.fleetfile import FleetSpec, NodeSpec
-from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue, ReconcileState, WorkloadRejection
+from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue, ReconcileState, TeamNamespace, WorkloadRejection
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services.common import reconcile_after_commit, to_datetime
 from scheduling.services.fleet import FleetSyncResult, fleet_sync
@@ -96,18 +96,31 @@ def cluster_user():
     return user
 
 
-def _rejection_reason(workload: DiscoveredWorkload, queues: dict[str, Queue], flavors: dict[str, Flavor], levels: list[str]) -> tuple[str, str] | None:
-    where = f"workload {workload.namespace}/{workload.name}"
+def _rejection_reason(
+    workload: DiscoveredWorkload, queues: dict[str, Queue], flavors: dict[str, Flavor], levels: list[str],
+    namespace_owners: dict[str, TeamNamespace],
+) -> tuple[str, str] | None:
+    where = f"{workload.kind} {workload.namespace}/{workload.name}"
     if workload.queue not in queues:
-        return "unknown_queue", f"{where}: unknown queue {workload.queue!r} (label gangway.dev/queue); known queues: {sorted(queues)}"
+        return "unknown_queue", (f"{where}: unknown queue {workload.queue!r} (label gangway.dev/queue or kueue.x-k8s.io/queue-name); "
+                                 f"known queues: {sorted(queues)}")
+    owner = namespace_owners.get(workload.namespace)
+    queue = queues[workload.queue]
+    if owner is not None and owner.team_id != queue.team_id:
+        return "namespace_not_owned", (f"{where}: namespace {workload.namespace!r} belongs to team {owner.team.name}, which does "
+                                       f"not own queue {queue.name!r} (team {queue.team.name})")
     if not workload.flavor:
         return "no_flavor", (f"{where}: no GPU flavor: set the gangway.dev/flavor annotation or a nodeSelector on the "
                              f"flavor label; known flavors: {sorted(flavors)}")
     if workload.flavor not in flavors:
         return "unknown_flavor", f"{where}: no node has flavor {workload.flavor!r}; known flavors: {sorted(flavors)}"
     for pod_set in workload.pod_sets:
-        if pod_set.count <= 0 or pod_set.gpus_per_pod <= 0:
-            return "no_gpus", f"{where}: pod set {pod_set.name!r} has {pod_set.count} pods × {pod_set.gpus_per_pod} GPUs; Gangway admits GPU gangs only"
+        if pod_set.count <= 0:
+            return "no_gpus", f"{where}: pod set {pod_set.name!r} has {pod_set.count} pods; every pod set of a gang runs at least one"
+    if sum(p.count * p.gpus_per_pod for p in workload.pod_sets) <= 0:
+        # A role without GPUs (a launcher) is part of a GPU gang; a gang without any GPU is not Gangway's.
+        shape = ", ".join(f"{p.name} {p.count} × {p.gpus_per_pod}" for p in workload.pod_sets)
+        return "no_gpus", f"{where}: no pod set asks for GPUs ({shape}); Gangway admits GPU gangs only"
     for label, level in (("topology-required", workload.topology_required), ("topology-preferred", workload.topology_preferred)):
         if level and level not in levels:
             return "unknown_topology_level", f"{where}: gangway.dev/{label} {level!r} is not a topology level; the fleet has {levels}"
@@ -134,7 +147,8 @@ def cluster_workloads_sync(
         (row["cluster_namespace"], row["cluster_name"]): row["id"]
         for row in Job.objects.exclude(cluster_name="").values("id", "cluster_namespace", "cluster_name")
     }
-    queues = {q.name: q for q in Queue.objects.all()}
+    queues = {q.name: q for q in Queue.objects.select_related("team")}
+    namespace_owners = {ns.name: ns for ns in TeamNamespace.objects.select_related("team")}
     flavors = {f.name: f for f in Flavor.objects.all()}
     levels = list(FleetSettings.load().topology_levels)
     rejections = {(r.namespace, r.name): r for r in WorkloadRejection.objects.all()}
@@ -151,7 +165,7 @@ def cluster_workloads_sync(
             continue
         if job_id.isdigit() and Job.objects.filter(pk=int(job_id)).exists():
             continue  # already the workload of another Gangway job: never adopt it twice
-        refused = _rejection_reason(workload, queues, flavors, levels)
+        refused = _rejection_reason(workload, queues, flavors, levels, namespace_owners)
         if refused is not None:
             reason, message = refused
             previous = rejections.get(key)
@@ -184,10 +198,11 @@ def cluster_workloads_sync(
             state=JobState.PENDING.value,
             cluster_namespace=workload.namespace,
             cluster_name=workload.name,
+            cluster_kind=workload.kind,
         )
         PodSet.objects.bulk_create(PodSet(job=job, name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in workload.pod_sets)
         job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="discovered",
-                  message=f"suspended Job {workload.namespace}/{workload.name} found in the cluster").save()
+                  message=f"suspended {workload.kind} {workload.namespace}/{workload.name} found in the cluster").save()
         known[key] = job.pk
         result.created.append(job.pk)
     # A rejection lasts while its workload is listed unaccepted: fixed or deleted workloads drop theirs.
@@ -205,24 +220,29 @@ def _cancel_deleted(*, cluster: Cluster, listed: set[tuple[str, str]], now: floa
     candidates = [
         row for row in Job.objects.filter(
             state=JobState.PENDING.value, applied_generation=0, pod_template__isnull=True
-        ).exclude(cluster_name="").values("id", "cluster_namespace", "cluster_name")
+        ).exclude(cluster_name="").values("id", "cluster_namespace", "cluster_name", "cluster_kind")
         if (row["cluster_namespace"], row["cluster_name"]) not in listed
     ]
     if not candidates:
         return []
-    refs = [WorkloadRef(job_id=r["id"], generation=0, namespace=r["cluster_namespace"], name=r["cluster_name"]) for r in candidates]
+    refs = [WorkloadRef(job_id=r["id"], generation=0, namespace=r["cluster_namespace"], name=r["cluster_name"], kind=r["cluster_kind"])
+            for r in candidates]
     statuses = cluster.workload_statuses(refs, now)
     gone = [ref for ref in refs if (status := statuses.get(ref.job_id)) is not None and status.phase is WorkloadPhase.MISSING]
     if not gone:
         return []
-    ids = [ref.job_id for ref in gone]
-    Job.objects.filter(pk__in=ids, state=JobState.PENDING.value).update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation={})
+    # Compare-and-set per job: one admitted meanwhile is the pass's to handle, not cancelled here.
+    gone = [
+        ref for ref in gone
+        if Job.objects.filter(pk=ref.job_id, state=JobState.PENDING.value, applied_generation=0)
+        .update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation={})
+    ]
     JobEvent.objects.bulk_create(
         job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason="workload_deleted",
-                  message=f"Job {ref.namespace}/{ref.name} was deleted from the cluster")
+                  message=f"{ref.kind} {ref.namespace}/{ref.name} was deleted from the cluster")
         for ref in gone
     )
-    return ids
+    return [ref.job_id for ref in gone]
 
 
 # --- workloads Gangway creates ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 
 class Errors:
@@ -28,8 +28,26 @@ class Errors:
             raise ValidationError(dict(self.by_field))
 
 
+def create_named(model, **values):
+    """Create a row whose `name` is unique. Two creates of one name at once: the loser gets the same 400 as a
+    create after the other committed (its INSERT waited on the unique index), never an IntegrityError."""
+    try:
+        with transaction.atomic():
+            return model.objects.create(**values)
+    except IntegrityError:
+        if not model.objects.filter(name=values["name"]).exists():
+            raise
+        raise ValidationError({"name": [f"a {model._meta.verbose_name} named {values['name']!r} already exists"]}) from None
+
+
+MAX_COUNT = 2**31 - 1
+"""The largest GPU count, pod count or number of seconds a row holds (PostgreSQL's integer)."""
+MAX_QUEUE_WEIGHT = 100.0
+
+
 def is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer (not a bool) a database integer column holds; the caller checks the lower bound."""
+    return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_COUNT
 
 
 def to_datetime(epoch_s: float) -> dt.datetime:

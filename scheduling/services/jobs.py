@@ -14,6 +14,7 @@ from django.db.models import Max, Sum
 from scheduling.core.model import JobState
 from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, Node, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
+from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
 from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
 from scheduling.services.priority_classes import priority_class_resolve
@@ -70,20 +71,36 @@ def _validate_topology(errors: Errors, required: str | None, preferred: str | No
         errors.add("topology.preferred", f"{preferred!r} is coarser than the required level {required!r}; prefer the same or a finer level")
 
 
-def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -> None:
+def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict], flavor_name) -> None:
     if pod_template is None:
         if settings.GANGWAY_CLUSTER == "kubernetes":
             errors.add("pod_template", "required on a Kubernetes cluster: Gangway creates the gang's Job from it "
                                        "(or create a suspended Job labelled gangway.dev/queue in the cluster)")
         return
-    if not isinstance(pod_template, dict) or not isinstance(pod_template.get("spec"), dict):
-        errors.add("pod_template", "must be a Kubernetes pod template: an object with a 'spec'")
-        return
-    containers = pod_template["spec"].get("containers")
-    if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) and c.get("name") and c.get("image") for c in containers):
-        errors.add("pod_template.spec.containers", "must be a non-empty list of containers, each with a name and an image")
+    for field, reason in pod_template_violations(pod_template):
+        errors.add(field, reason)
     if len(pod_sets) > 1:
         errors.add("pod_sets", "a job with a pod template runs exactly one pod set (one batch/v1 Job)")
+    from scheduling.cluster.kubernetes.config import KubernetesSettings
+    from scheduling.cluster.kubernetes.templates import template_flavor
+
+    label = KubernetesSettings.from_env().flavor_label
+    selected = template_flavor(pod_template["spec"], label)
+    if selected and selected != flavor_name:
+        errors.add(f"pod_template.spec.nodeSelector.{label}", f"selects flavor {selected!r}, but the job asks for flavor {flavor_name!r}")
+
+
+def _pod_template_tolerations(pod_template: dict) -> list[dict]:
+    """The template's tolerations as a discovered Job's are read: the same translation for both paths."""
+    from scheduling.cluster.kubernetes.templates import template_tolerations
+
+    return [dict(t) for t in template_tolerations(pod_template["spec"])]
+
+
+def _team_namespace(team) -> str:
+    """Where the team's jobs are created: the first namespace it owns, else GANGWAY_NAMESPACE."""
+    owned = team.namespaces.order_by("name").values_list("name", flat=True).first()
+    return owned or settings.GANGWAY_NAMESPACE
 
 
 def _resolve_class(errors: Errors, name, queue: Queue | None) -> PriorityClass | None:
@@ -157,7 +174,7 @@ def job_submit(
         errors.add("preemptible", "must be true or false")
     _validate_topology(errors, topology_required or None, topology_preferred or None)
     clean_pod_sets = _validate_pod_sets(errors, pod_sets)
-    _validate_pod_template(errors, pod_template, clean_pod_sets)
+    _validate_pod_template(errors, pod_template, clean_pod_sets, flavor_name)
 
     if flavor is not None and clean_pod_sets:
         fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))
@@ -197,9 +214,10 @@ def job_submit(
     job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user).save()
     if pod_template is not None:
         job.pod_template = pod_template
-        job.cluster_namespace = settings.GANGWAY_NAMESPACE
+        job.tolerations = _pod_template_tolerations(pod_template)
+        job.cluster_namespace = _team_namespace(queue.team)
         job.cluster_name = workload_name(job.name, job.pk)
-        job.save(update_fields=["pod_template", "cluster_namespace", "cluster_name"])
+        job.save(update_fields=["pod_template", "tolerations", "cluster_namespace", "cluster_name"])
         if settings.GANGWAY_CLUSTER == "kubernetes":
             transaction.on_commit(lambda: _create_workload_after_commit(job.pk))
     reconcile_after_commit()
@@ -208,7 +226,8 @@ def job_submit(
 
 @transaction.atomic
 def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
-    """Cancel a job that has not finished; a released gang is suspended by the next pass's apply step."""
+    """Cancel a job that has not finished: its GPUs are free at once, and a released gang is suspended on the
+    cluster by the pass this asks for (the web holds no cluster credentials)."""
     job = Job.objects.select_for_update().select_related("queue").filter(pk=job_id).first()
     if job is None:
         raise Job.DoesNotExist(job_id)
@@ -217,10 +236,10 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     if JobState(job.state).is_final:
         raise ValidationError({"state": [f"job {job.pk} is already {job.state}"]})
     previous = job.state
-    job.state = JobState.CANCELLED.value
-    job.finished_at = to_datetime(time.time())
-    job.explanation = {}
-    job.save(update_fields=["state", "finished_at", "explanation"])
+    # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
+    # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation={})
+    job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
     audit_record(actor=user, action=AuditAction.JOB_CANCEL, target=job, team=job.queue.team, before={"state": previous},

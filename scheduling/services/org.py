@@ -11,7 +11,7 @@ from django.db.models import Sum
 from scheduling.models import AuditAction, Flavor, QueueQuota, Team, TeamAllotment
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import Errors, is_count
+from scheduling.services.common import Errors, create_named, is_count
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -48,7 +48,7 @@ def team_create(*, actor, name: str, allotments: dict | None = None) -> Team:
         errors.add("name", f"a team named {name!r} already exists")
     clean = _clean_allotments(errors, allotments or {})
     errors.raise_if_any()
-    team = Team.objects.create(name=name)
+    team = create_named(Team, name=name)
     TeamAllotment.objects.bulk_create(TeamAllotment(team=team, flavor=flavor, gpus=gpus) for flavor, gpus in clean.items())
     audit_record(actor=actor, action=AuditAction.TEAM_CREATE, target=team, team=team, after={"allotments": _allotments(team)})
     return team

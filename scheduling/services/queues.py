@@ -10,7 +10,7 @@ from scheduling.core.model import PreemptionPolicy, QueueingStrategy
 from scheduling.models import AuditAction, Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
 from scheduling.permissions import can_edit_team_queues
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import Errors, is_count, reconcile_after_commit
+from scheduling.services.common import MAX_QUEUE_WEIGHT, Errors, create_named, is_count, reconcile_after_commit
 from scheduling.services.org import validate_name
 
 UNSET = object()
@@ -78,8 +78,8 @@ def _check_allotments(errors: Errors, *, team: Team, queue: Queue | None, quotas
 
 
 def _clean_settings(errors: Errors, *, weight, strategy, preemption_policy, cohort_name) -> None:
-    if weight is not UNSET and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0):
-        errors.add("weight", "must be a number > 0")
+    if weight is not UNSET and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= MAX_QUEUE_WEIGHT):
+        errors.add("weight", f"must be a number > 0 and at most {MAX_QUEUE_WEIGHT:g}")
     if strategy is not UNSET and strategy not in {s.value for s in QueueingStrategy}:
         errors.add("strategy", f"must be one of {[s.value for s in QueueingStrategy]}")
     if preemption_policy is not UNSET and preemption_policy not in {p.value for p in PreemptionPolicy}:
@@ -120,8 +120,8 @@ def queue_create(
         _check_allotments(errors, team=team, queue=None, quotas=clean)
     errors.raise_if_any()
     cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
-    queue = Queue.objects.create(
-        name=name, team=team, cohort=cohort, weight=float(weight), strategy=strategy, preemption_policy=preemption_policy
+    queue = create_named(
+        Queue, name=name, team=team, cohort=cohort, weight=float(weight), strategy=strategy, preemption_policy=preemption_policy
     )
     QueueUsage.objects.create(queue=queue)
     _save_quotas(queue, clean)

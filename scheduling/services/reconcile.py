@@ -48,6 +48,8 @@ class ReconcileResult:
     suspended: list[int] = field(default_factory=list)
     apply_failed: list[int] = field(default_factory=list)
     """Jobs the cluster refused to release or suspend this pass; the next pass tries again."""
+    lost_races: list[int] = field(default_factory=list)
+    """Jobs changed since the snapshot (cancelled while the pass ran): left as they are, decided again next pass."""
 
 
 def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
@@ -70,7 +72,8 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
                      half_life_s=snapshot.config.usage_half_life_s)
         state.last_pass_at = to_datetime(now)
         state.passes = F("passes") + 1
-        state.save(update_fields=["last_pass_at", "passes"])
+        state.lost_races = F("lost_races") + len(result.lost_races)
+        state.save(update_fields=["last_pass_at", "passes", "lost_races"])
     _fault_after_commit(result)
     _apply(cluster=cluster, now=now, result=result)
     if result.admitted or result.finished or result.preempted or result.evicted:
@@ -96,8 +99,22 @@ def _fault_after_commit(result: ReconcileResult) -> None:
         os._exit(1)
 
 
+def _transition(job_id: int, *, expected: tuple[str, int], result: ReconcileResult, what: str, **changes) -> bool:
+    """Compare-and-set: change the job only while it still has the (state, admission generation) the pass decided
+    on. A job changed meanwhile (a cancel that committed during the pass) is never overwritten: the lost race is
+    logged and counted, and the next pass decides again from what is then true."""
+    state, generation = expected
+    if Job.objects.filter(pk=job_id, state=state, admission_generation=generation).update(**changes):
+        return True
+    logger.warning("reconcile: job %s is no longer %s (admission %s) as the pass saw it; not %s, the next pass decides again",
+                   job_id, state, generation, what)
+    result.lost_races.append(job_id)
+    return False
+
+
 def _ref(job: dict, generation: int) -> WorkloadRef:
-    return WorkloadRef(job_id=job["id"], generation=generation, namespace=job["cluster_namespace"], name=job["cluster_name"])
+    return WorkloadRef(job_id=job["id"], generation=generation, namespace=job["cluster_namespace"], name=job["cluster_name"],
+                       kind=job["cluster_kind"])
 
 
 # 2 -- observe the cluster --------------------------------------------------------------------------
@@ -105,7 +122,8 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
     """Released gangs: all pods running → running; finished → succeeded/failed; lost → release again."""
     released = list(
         Job.objects.filter(state__in=HOLDING_STATES, applied_generation__gt=0).values(
-            "id", "state", "admission_generation", "applied_generation", "ready_pods", "cluster_namespace", "cluster_name"
+            "id", "state", "admission_generation", "applied_generation", "ready_pods", "cluster_namespace", "cluster_name",
+            "cluster_kind",
         )
     )
     if not released:
@@ -118,22 +136,29 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
         status = statuses.get(job["id"])
         if status is None or job["applied_generation"] != job["admission_generation"]:
             continue
+        expected = (job["state"], job["admission_generation"])
         if status.phase is WorkloadPhase.MISSING:
-            Job.objects.filter(pk=job["id"]).update(applied_generation=0)
+            _transition(job["id"], expected=expected, result=result, what="marked for release again", applied_generation=0)
             continue
         if status.generation and status.generation != job["admission_generation"]:
             continue
         if status.phase in (WorkloadPhase.SUCCEEDED, WorkloadPhase.FAILED):
             final = JobState.SUCCEEDED if status.phase is WorkloadPhase.SUCCEEDED else JobState.FAILED
-            Job.objects.filter(pk=job["id"]).update(state=final.value, finished_at=moment, explanation={})
-            events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
-            result.finished.append(job["id"])
+            if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment, explanation={}):
+                Placement.objects.filter(job_id=job["id"]).delete()  # placements are the current admission's only
+                events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
+                result.finished.append(job["id"])
             continue
         ready = status.ready_pods
-        if ready != job["ready_pods"]:
-            Job.objects.filter(pk=job["id"]).update(ready_pods=ready)
-        if job["state"] == JobState.ADMITTED and status.phase is WorkloadPhase.RUNNING and ready >= pods.get(job["id"], 0):
-            Job.objects.filter(pk=job["id"]).update(state=JobState.RUNNING.value, started_at=moment, ready_pods=ready)
+        if ready != job["ready_pods"] and not _transition(job["id"], expected=expected, result=result, what="updated", ready_pods=ready):
+            continue
+        if (
+            job["state"] == JobState.ADMITTED
+            and status.phase is WorkloadPhase.RUNNING
+            and ready >= pods.get(job["id"], 0)
+            and _transition(job["id"], expected=expected, result=result, what=JobState.RUNNING.value, state=JobState.RUNNING.value,
+                            started_at=moment, ready_pods=ready)
+        ):
             events.append(
                 job_event(job_id=job["id"], from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason="pods_ready",
                           message=f"all {ready} pods running")
@@ -148,51 +173,48 @@ def _pods_by_job(job_ids: list[int]) -> dict[int, int]:
 
 # 3 -- persist the decisions ------------------------------------------------------------------------
 def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, result: ReconcileResult) -> None:
+    """Every decision is a compare-and-set against the job as snapshotted (see _transition): a job cancelled
+    while the pass ran stays cancelled, and an admission that lost its race preempts nobody."""
     moment = to_datetime(now)
     events = []
-    admitted_ids = {a.job_id for a in decisions.admissions}
+    versions = context.versions
     node_ids = dict(Node.objects.values_list("name", "id"))
-    states = dict(
-        Job.objects.filter(pk__in=[*admitted_ids, *(v for a in decisions.admissions for v in a.preempted),
-                                   *(e.job_id for e in decisions.evictions)]).values_list("id", "state")
-    )
 
     # Evictions first: they free GPUs the admissions below may use.
     for eviction in decisions.evictions:
-        _requeue(eviction.job_id, from_state=states.get(eviction.job_id, JobState.ADMITTED), via=JobState.EVICTED,
-                 reason="pods_not_ready", message=eviction.message, events=events,
-                 extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until)})
-        result.evicted.append(eviction.job_id)
+        if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason="pods_not_ready",
+                    message=eviction.message, events=events, result=result,
+                    extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until)}):
+            result.evicted.append(eviction.job_id)
 
     placements = []
-    approvals = _approved_plans(admitted_ids)
+    approvals = _approved_plans({a.job_id for a in decisions.admissions})
     for admission in decisions.admissions:
-        for victim_id in admission.preempted:
-            _requeue(victim_id, from_state=states.get(victim_id, JobState.RUNNING), via=JobState.PREEMPTED,
-                     reason="preempted", message=_victim_message(admission.job_id, approvals), events=events,
-                     extra={"preempted_by_id": admission.job_id})
-            result.preempted.append(victim_id)
-        Placement.objects.filter(job_id=admission.job_id).delete()
-        Job.objects.filter(pk=admission.job_id).update(
-            state=JobState.ADMITTED.value,
-            admitted_at=moment,
-            started_at=None,
-            ready_pods=0,
-            admission_generation=F("admission_generation") + 1,
-            is_borrowing=admission.is_borrowing,
-            explanation={},
-        )
+        expected = versions[admission.job_id]
+        if not _transition(
+            admission.job_id, expected=expected, result=result, what=JobState.ADMITTED.value,
+            state=JobState.ADMITTED.value, admitted_at=moment, started_at=None, ready_pods=0,
+            admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing, explanation={},
+        ):
+            continue
+        preempted = [
+            victim_id for victim_id in admission.preempted
+            if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason="preempted",
+                        message=_victim_message(admission.job_id, approvals), events=events, result=result,
+                        extra={"preempted_by_id": admission.job_id})
+        ]
+        result.preempted.extend(preempted)
         placements.extend(_placement_rows(admission.job_id, admission.placement, context, node_ids))
         nodes = len({p.node for p in admission.placement})
         message = f"{len(admission.placement)} pods on {nodes} nodes" + (" (borrowing from the cohort)" if admission.is_borrowing else "")
-        if admission.preempted:
-            message += f"; preempted jobs {', '.join(map(str, admission.preempted))}"
-        events.append(job_event(job_id=admission.job_id, from_state=states.get(admission.job_id, JobState.PENDING),
-                                to_state=JobState.ADMITTED, reason="admitted", message=message))
+        if preempted:
+            message += f"; preempted jobs {', '.join(map(str, preempted))}"
+        events.append(job_event(job_id=admission.job_id, from_state=expected[0], to_state=JobState.ADMITTED, reason="admitted",
+                                message=message))
         result.admitted.append(admission.job_id)
     Placement.objects.bulk_create(placements, batch_size=1000)
 
-    _persist_plans(decisions=decisions, admitted_ids=admitted_ids, result=result, moment=moment)
+    _persist_plans(decisions=decisions, admitted_ids=set(result.admitted), result=result, moment=moment)
 
     # Pending jobs' explanations: explanations_refresh, right after this step.
     # Preempted and evicted gangs are pending again too, though they held GPUs when the pass began.
@@ -214,12 +236,16 @@ def _victim_message(job_id: int, approvals: dict[int, tuple[int, str]]) -> str:
     return f"preempted for job #{job_id} by a plan that needed no approval"
 
 
-def _requeue(job_id: int, *, from_state: str, via: JobState, reason: str, message: str, events: list, extra: dict) -> None:
-    """Admitted/running → preempted or evicted → pending, keeping the original submit time."""
+def _requeue(job_id: int, *, expected: tuple[str, int], via: JobState, reason: str, message: str, events: list,
+             result: ReconcileResult, extra: dict) -> bool:
+    """Admitted/running → preempted or evicted → pending, keeping the original submit time. False if the job
+    changed since the snapshot (it no longer holds its GPUs then: cancelled or finished)."""
+    if not _transition(job_id, expected=expected, result=result, what=via.value, **REQUEUE_RESET, **extra):
+        return False
     Placement.objects.filter(job_id=job_id).delete()
-    Job.objects.filter(pk=job_id).update(**REQUEUE_RESET, **extra)
-    events.append(job_event(job_id=job_id, from_state=from_state, to_state=via, reason=reason, message=message))
+    events.append(job_event(job_id=job_id, from_state=expected[0], to_state=via, reason=reason, message=message))
     events.append(job_event(job_id=job_id, from_state=via, to_state=JobState.PENDING, reason="requeued", message="keeps its submit time"))
+    return True
 
 
 def _placement_rows(job_id: int, placement: tuple[PodPlacement, ...], context: SnapshotContext, node_ids: dict[str, int]):
@@ -251,6 +277,9 @@ def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: Re
             if is_executed:
                 existing.status = PlanStatus.EXECUTED
                 existing.save(update_fields=["status"])
+            elif existing.state_fingerprint != planned.fingerprint:  # planned again, on a changed state
+                existing.state_fingerprint = planned.fingerprint
+                existing.save(update_fields=["state_fingerprint"])
             kept.add(existing.pk)
             continue
         if existing is not None:
@@ -264,6 +293,7 @@ def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: Re
             cost_gpu_hours=round(plan.cost_gpu_hours, 3),
             teams_affected=list(plan.teams_affected),
             needs_approval=planned.needs_approval,
+            state_fingerprint=planned.fingerprint,
             status=PlanStatus.EXECUTED if is_executed else PlanStatus.PROPOSED,
             decided_at=moment if is_executed else None,
         )
@@ -296,7 +326,7 @@ def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
     Keyed by (job id, admission generation), so a crash between commit and here is healed next pass.
     One job the cluster refuses (deleted meanwhile, API down) is logged and retried next pass; it never
     stops the others."""
-    fields = ("id", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "pod_template")
+    fields = ("id", "admission_generation", "applied_generation", "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
     to_release = list(Job.objects.filter(state__in=HOLDING_STATES, admission_generation__gt=F("applied_generation")).values(*fields))
     if to_release:
         placements = defaultdict(list)

@@ -1,4 +1,5 @@
-"""Usage writes: collect one round of GPU use samples (Prometheus/DCGM or simulated) and attribute them to jobs and teams."""
+"""Usage writes: collect one round of GPU use samples (Prometheus/DCGM or simulated), attribute them to jobs and teams,
+and keep allocation vs use as per-minute rollups per job, compacted to hours after a day."""
 
 from __future__ import annotations
 
@@ -10,15 +11,22 @@ from typing import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Sum
+from django.db.models.functions import TruncHour
 
-from scheduling.models import GpuUsageSample, Job, Placement
+from scheduling.models import GpuUsageSample, Job, Placement, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services.common import to_datetime
 from scheduling.usage import GpuUsageSample as Sample
 from scheduling.usage import PrometheusUsageCollector, simulated_usage
+from scheduling.usage.rollup import job_uses
 
 logger = logging.getLogger("scheduling.usage")
 UsageSource = Callable[[float, list[tuple[int, str, int]]], list[Sample]]
+MINUTE_S = 60
+HOUR_S = 3600
+MINUTE_ROLLUPS_KEPT_S = 26 * HOUR_S
+"""Minute rollups serve the 1 h and 24 h charts; older ones are compacted into hours (the 7 d chart)."""
 
 
 @dataclass
@@ -26,6 +34,8 @@ class UsageCollectResult:
     samples: int = 0
     attributed: int = 0
     pruned: int = 0
+    rollups: int = 0
+    compacted: int = 0
 
 
 def usage_source() -> UsageSource:
@@ -47,7 +57,7 @@ def _allocations() -> tuple[list[tuple[int, str, int]], dict[int, dict]]:
         per_node[(job_id, node)] = per_node.get((job_id, node), 0) + gpus
     jobs = {
         row["id"]: row
-        for row in Job.objects.filter(state__in=HOLDING_STATES).values("id", "queue__team_id", "cluster_namespace", "cluster_name")
+        for row in Job.objects.filter(state__in=HOLDING_STATES).values("id", "queue__team_id", "queue_id", "flavor_id", "cluster_namespace", "cluster_name")
     }
     return [(job_id, node, gpus) for (job_id, node), gpus in sorted(per_node.items())], jobs
 
@@ -67,7 +77,9 @@ def _attribute(sample: Sample, jobs: dict[int, dict], by_pod_prefix: dict[str, l
 
 @transaction.atomic
 def usage_collect(*, now: float | None = None, source: UsageSource | None = None) -> UsageCollectResult:
-    """Store one sample per GPU with its job and team, and drop samples older than GANGWAY_USAGE_RETENTION_S."""
+    """Store one sample per GPU with its job and team, add this round to the jobs' minute rollups, compact
+    minute rollups older than a day into hours, and drop raw samples older than GANGWAY_USAGE_RAW_RETENTION_S
+    and rollups older than GANGWAY_USAGE_RETENTION_S."""
     now = time.time() if now is None else now
     source = source or usage_source()
     allocations, jobs = _allocations()
@@ -92,5 +104,52 @@ def usage_collect(*, now: float | None = None, source: UsageSource | None = None
             util_percent=sample.util_percent, fb_used_mib=sample.fb_used_mib,
         ))
     GpuUsageSample.objects.bulk_create(rows, batch_size=2000)
-    pruned, _ = GpuUsageSample.objects.filter(at__lt=to_datetime(now - settings.GANGWAY_USAGE_RETENTION_S)).delete()
-    return UsageCollectResult(samples=len(rows), attributed=sum(1 for r in rows if r.job_id is not None), pruned=pruned)
+    rollups = _rollups_add(now=now, allocations=allocations, jobs=jobs, samples=rows)
+    compacted = _rollups_compact(now=now)
+    pruned, _ = GpuUsageSample.objects.filter(at__lt=to_datetime(now - settings.GANGWAY_USAGE_RAW_RETENTION_S)).delete()
+    UsageRollup.objects.filter(start__lt=to_datetime(now - settings.GANGWAY_USAGE_RETENTION_S)).delete()
+    return UsageCollectResult(samples=len(rows), attributed=sum(1 for r in rows if r.job_id is not None), pruned=pruned,
+                              rollups=rollups, compacted=compacted)
+
+
+def _rollups_add(*, now: float, allocations, jobs: dict[int, dict], samples: list[GpuUsageSample]) -> int:
+    """This round counts for one collection period (GANGWAY_USAGE_INTERVAL_S) of each held job, in the minute
+    that holds `now`. Two rounds in one minute make two rows; readers sum them."""
+    held: dict[int, int] = {}
+    for job_id, _, gpus in allocations:
+        held[job_id] = held.get(job_id, 0) + gpus
+    utils: dict[int, list[float]] = {}
+    for sample in samples:
+        if sample.job_id is not None:
+            utils.setdefault(sample.job_id, []).append(sample.util_percent)
+    period_s = settings.GANGWAY_USAGE_INTERVAL_S
+    start = to_datetime(now - now % MINUTE_S)
+    rollups = [
+        UsageRollup(
+            start=start, bucket_s=MINUTE_S, job_id=use.job_id, team_id=jobs[use.job_id]["queue__team_id"],
+            queue_id=jobs[use.job_id]["queue_id"], flavor_id=jobs[use.job_id]["flavor_id"],
+            allocated_gpu_s=use.allocated_gpus * period_s, used_gpu_s=use.used_gpus * period_s,
+        )
+        for use in job_uses(held, utils) if use.job_id in jobs
+    ]
+    UsageRollup.objects.bulk_create(rollups, batch_size=2000)
+    return len(rollups)
+
+
+def _rollups_compact(*, now: float) -> int:
+    """Minute rows of whole hours older than a day become one row per job and hour. Returns the minute rows merged."""
+    cutoff_s = now - MINUTE_ROLLUPS_KEPT_S
+    old = UsageRollup.objects.filter(bucket_s=MINUTE_S, start__lt=to_datetime(cutoff_s - cutoff_s % HOUR_S))
+    if not old.exists():
+        return 0
+    hours = (
+        old.annotate(hour=TruncHour("start")).values("hour", "job_id", "team_id", "queue_id", "flavor_id")
+        .annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
+    )
+    UsageRollup.objects.bulk_create([
+        UsageRollup(start=row["hour"], bucket_s=HOUR_S, job_id=row["job_id"], team_id=row["team_id"], queue_id=row["queue_id"],
+                    flavor_id=row["flavor_id"], allocated_gpu_s=row["allocated"], used_gpu_s=row["used"])
+        for row in hours
+    ], batch_size=2000)
+    merged, _ = old.delete()
+    return merged

@@ -45,7 +45,7 @@ from typing import Callable, Mapping
 
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage, job_order_key
-from scheduling.core.model import Job, JobState, PodSet, Queue, QueueingStrategy, Snapshot, TopologyRequest
+from scheduling.core.model import Job, JobState, PlannedPreemption, PodSet, Queue, QueueingStrategy, Snapshot, TopologyRequest
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import cohort_of, lendable
 from scheduling.simulation.fleet import Fleet
@@ -174,6 +174,8 @@ class Engine:
         self.next_sample = 0.0
         self.heap: list[tuple] = []
         self.fits_empty: dict[tuple, bool] = {}
+        self.awaiting: dict[int, PlannedPreemption] = {}
+        """Plans the simulated admin has not decided, kept for the next cycle as the live pass keeps them."""
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -257,9 +259,11 @@ class Engine:
                 pending=pending,
                 historical_usage=self.usage if self.policy.fair_share_history else {},
                 approved_preemptions=approved,
+                awaiting_plans=self.awaiting,
                 config=self.config,
             )
             result = run_admission_cycle(snapshot)
+            self.awaiting = {p.plan.job_id: p for p in result.preemptions if p.needs_approval}
             self.result.cycles += 1
             self._apply(result, t)
             if self.policy.approve != "all":

@@ -62,7 +62,7 @@ def test_teams_list_create_detail_patch(client_as):
     admin = client_as("admin")
     assert [t["name"] for t in admin.get("/api/v1/teams/").json()] == ["language", "vision"]
     response = admin.post("/api/v1/teams/", {"name": "speech", "allotments": {H100: 16}}, format="json")
-    assert response.status_code == 201 and response.json() == {"name": "speech", "allotments": {H100: 16}, "queues": []}
+    assert response.status_code == 201 and response.json() == {"name": "speech", "allotments": {H100: 16}, "queues": [], "namespaces": []}
     assert admin.get("/api/v1/teams/speech/").json()["allotments"] == {H100: 16}
     response = admin.patch("/api/v1/teams/vision/", {"allotments": {H100: 48}}, format="json")
     assert response.status_code == 200 and response.json()["allotments"] == {H100: 48}

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 
 from scheduling.cluster.simulated import SimulatedCluster
-from scheduling.models import Job, Node, Placement, QueueQuota, SimulatedWorkload
+from scheduling.models import Job, JobEvent, Node, Placement, QueueQuota, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import admission_cycle_run, job_cancel, job_submit
 from tests.conftest import H100
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +40,17 @@ def test_a_healthy_state_passes(running):
     assert check() == (0, "all invariants hold\n", "")
 
 
+def test_a_healthy_state_after_jobs_finished_and_were_cancelled_passes(running, org):
+    cancelled = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="short",
+                           pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}], now=T0 + 3)
+    admission_cycle_run(now=T0 + 4)
+    job_cancel(user=org["vision-researcher"], job_id=cancelled.pk)
+    admission_cycle_run(now=T0 + 100_000)  # the running gang finishes
+
+    assert set(Job.objects.values_list("state", flat=True)) == {"succeeded", "cancelled"}
+    assert check() == (0, "all invariants hold\n", "")
+
+
 def overcommit_a_node(job):
     Node.objects.filter(pk=job.placements.first().node_id).update(allocatable_gpus=4)
 
@@ -65,6 +76,17 @@ def leave_the_gang_running_after_cancel(job):
     Job.objects.filter(pk=job.pk).update(state="cancelled", applied_generation=0)
 
 
+def cancel_but_keep_the_gpus(job):
+    Job.objects.filter(pk=job.pk).update(state="cancelled")
+
+
+def admit_after_the_cancel(job):
+    Placement.objects.filter(job=job).delete()
+    Job.objects.filter(pk=job.pk).update(state="cancelled", applied_generation=0)
+    JobEvent.objects.create(job=job, from_state="running", to_state="cancelled", reason="cancelled")
+    JobEvent.objects.create(job=job, from_state="cancelled", to_state="admitted", reason="admitted")
+
+
 @pytest.mark.parametrize(
     ("corrupt", "message"),
     [
@@ -77,6 +99,8 @@ def leave_the_gang_running_after_cancel(job):
                      id="a generation applied that was never admitted"),
         pytest.param(leave_the_gang_running_after_cancel, "is cancelled in Gangway but its gang runs in the cluster",
                      id="a gang left running in the cluster"),
+        pytest.param(cancel_but_keep_the_gpus, "was cancelled but holds GPUs: 2 pods placed", id="a cancelled job holding GPUs"),
+        pytest.param(admit_after_the_cancel, "was admitted after its cancel", id="a cancelled job admitted after its cancel"),
     ],
 )
 def test_each_broken_invariant_is_named_and_exits_1(running, corrupt, message):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.models import GpuUsageSample, Job
-from scheduling.selectors import usage_report
+from scheduling.models import GpuUsageSample, Job, UsageRollup
+from scheduling.selectors import usage_over_time, usage_report
 from scheduling.services import admission_cycle_run, job_submit, usage_collect
 from scheduling.usage import GpuUsageSample as Sample
 from scheduling.usage import UsageError
@@ -55,10 +55,11 @@ def test_the_simulated_source_samples_every_allocated_gpu_with_its_job_and_team(
     assert GpuUsageSample.objects.values("node_name").distinct().count() == 2
 
 
-def test_allocation_vs_use_per_team_and_the_idle_allocation(busy_and_idle, org):
+def test_allocation_vs_use_per_team_and_the_idle_allocation(busy_and_idle, org, settings):
     busy, idle = busy_and_idle
+    settings.GANGWAY_IDLE_GRACE_S = 120
 
-    report = usage_report(user=org["admin"], now=T0 + 200)
+    report = usage_report(user=org["admin"], now=T0 + 200, window_s=180)
 
     assert report.collections == 3
     teams = {t.team: (t.allocated_gpus, t.used_gpus, t.use_percent, t.idle_gpus) for t in report.teams}
@@ -66,9 +67,58 @@ def test_allocation_vs_use_per_team_and_the_idle_allocation(busy_and_idle, org):
     assert [(a.job_id, a.job_name, a.team, a.gpus, a.mean_util_percent) for a in report.idle] == [(idle.pk, "notebook", "language", 8, 4.0)]
 
 
+def test_a_job_is_an_idle_allocation_only_after_the_grace_period(busy_and_idle, org, settings):
+    busy, idle = busy_and_idle
+    settings.GANGWAY_IDLE_GRACE_S = 600  # admitted at T0 + 1: not idle for ten minutes yet at T0 + 200
+    assert usage_report(user=org["admin"], now=T0 + 200).idle == []
+    settings.GANGWAY_IDLE_GRACE_S = 120
+    assert [a.job_id for a in usage_report(user=org["admin"], now=T0 + 200).idle] == [idle.pk]
+
+
+def test_each_collection_adds_a_minute_rollup_per_held_job_with_use_capped_at_allocation(org):
+    job = submit(org, count=1)
+    admission_cycle_run(now=T0 + 1)
+    node = job.placements.get().node.name
+
+    def twice_reported(at, allocations):  # a metrics source that reports every GPU twice at 100 %
+        return [Sample(node=node, gpu=str(i % 8), pod=None, namespace=None, util_percent=100.0, fb_used_mib=None, at=at, job_id=job.pk)
+                for i in range(16)]
+
+    usage_collect(now=T0 + 61, source=twice_reported)
+
+    rollup = UsageRollup.objects.get()
+    assert (rollup.start.timestamp(), rollup.bucket_s, rollup.job_id, rollup.team.name, rollup.queue.name, rollup.flavor.name) == (
+        T0 + 60, 60, job.pk, "vision", "vision-main", H100)
+    assert (rollup.allocated_gpu_s, rollup.used_gpu_s) == (8 * 60, 8 * 60)
+
+
+def test_minute_rollups_older_than_a_day_are_compacted_into_hours_keeping_the_totals(busy_and_idle, org):
+    before = UsageRollup.objects.aggregate(a=__import__("django.db.models", fromlist=["Sum"]).Sum("allocated_gpu_s"))["a"]
+    busy, idle = busy_and_idle
+
+    result = usage_collect(now=T0 + 27 * 3600, source=fixed_util({busy.pk: 90.0, idle.pk: 4.0}))
+
+    assert result.compacted == 6  # three minutes of two jobs
+    hours = UsageRollup.objects.filter(bucket_s=3600)
+    assert sorted((h.job_id, h.allocated_gpu_s, round(h.used_gpu_s, 1)) for h in hours) == sorted(
+        [(busy.pk, 16 * 60 * 3.0, 16 * 60 * 3 * 0.9), (idle.pk, 8 * 60 * 3.0, round(8 * 60 * 3 * 0.04, 1))])
+    assert sum(h.allocated_gpu_s for h in hours) == before
+
+
+def test_use_over_time_per_team_bins_the_rollups_and_keeps_use_below_allocation(busy_and_idle, org):
+    series = {s.name: s for s in usage_over_time(by="team", window="1h", now=T0 + 200)}
+
+    assert list(series) == ["vision", "language"]  # busiest first
+    vision = series["vision"]
+    assert len(vision.points) == 61 and vision.use_percent == 90.0
+    assert [(p.allocated_gpus, p.used_gpus) for p in vision.points if p.allocated_gpus] == [(16.0, 14.4)] * 3
+    assert all(p.used_gpus <= p.allocated_gpus for s in series.values() for p in s.points)
+    assert [s.name for s in usage_over_time(by="flavor", window="7d", now=T0 + 200)] == [H100]
+
+
 def test_samples_older_than_the_window_do_not_count_and_old_ones_are_pruned(busy_and_idle, org, settings):
     assert usage_report(user=org["admin"], now=T0 + 3600 * 5).collections == 0
-    settings.GANGWAY_USAGE_RETENTION_S = 3600
+    settings.GANGWAY_USAGE_RAW_RETENTION_S = 3600
     busy, idle = busy_and_idle
 
     result = usage_collect(now=T0 + 7200, source=fixed_util({busy.pk: 50.0, idle.pk: 50.0}))
@@ -108,6 +158,18 @@ def test_a_real_cluster_without_prometheus_gets_no_made_up_samples(org, settings
     assert usage_collect(now=T0).samples == 0
 
 
+def move_to_now() -> None:
+    """The collections happened a minute ago, the jobs were admitted an hour ago."""
+    import datetime
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    GpuUsageSample.objects.update(at=now - datetime.timedelta(minutes=1))
+    UsageRollup.objects.update(start=now - datetime.timedelta(minutes=1))
+    Job.objects.update(admitted_at=now - datetime.timedelta(hours=1))
+
+
 def test_the_usage_endpoint_hides_names_of_other_teams_jobs_and_stays_flat(busy_and_idle, client_as, django_assert_max_num_queries):
     busy, idle = busy_and_idle
     with django_assert_max_num_queries(8):
@@ -120,22 +182,20 @@ def test_the_usage_endpoint_hides_names_of_other_teams_jobs_and_stays_flat(busy_
     # The samples were taken at T0 + 60..180; "now" is today, so nothing is in the window: zero use, no idle.
     assert body["collections"] == 0
 
-    GpuUsageSample.objects.update(at=__import__("django.utils.timezone", fromlist=["now"]).now())
+    move_to_now()
     body = client_as("vision-researcher").get("/api/v1/usage/").json()
     assert body["idle"] == [{"job_id": idle.pk, "job_name": None, "team": "language", "gpus": 8, "mean_util_percent": 4.0}]
     assert client_as("language-lead").get("/api/v1/usage/").json()["idle"][0]["job_name"] == "notebook"
 
 
 def test_the_fleet_page_shows_allocation_vs_use_and_the_idle_allocation(busy_and_idle, client, org):
-    from django.utils import timezone
-
     busy, idle = busy_and_idle
-    GpuUsageSample.objects.update(at=timezone.now())
+    move_to_now()
     client.force_login(org["language-lead"])
 
     page = client.get("/fleet/").content.decode()
 
-    assert "Allocation vs use, last hour" in page
+    assert "Allocation vs use" in page
     assert f"#{idle.pk} notebook" in page and "4.0%" in page
 
 

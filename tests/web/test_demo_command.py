@@ -22,7 +22,8 @@ def free_port() -> int:
 
 def test_dev_demo_migrates_seeds_and_serves_the_login_page(tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE",
+                                                             "DEBUG", "SECRET_KEY", "GANGWAY_DEMO")}
     env.update(GANGWAY_VAR_DIR=str(tmp_path / "var"), STATIC_ROOT=str(tmp_path / "static"), PORT=str(port),
                GANGWAY_VENV=sys.prefix, GANGWAY_SKIP_INSTALL="1", PYTHONUNBUFFERED="1")
     log = open(tmp_path / "demo.log", "w")
@@ -40,6 +41,7 @@ def test_dev_demo_migrates_seeds_and_serves_the_login_page(tmp_path):
             except OSError:
                 time.sleep(1)
         assert "Log in to Gangway" in body, (tmp_path / "demo.log").read_text()[-3000:]
+        assert "Demo logins" in body, "the demo sets DEBUG, a development key and GANGWAY_DEMO itself"
         output = (tmp_path / "demo.log").read_text()
         assert f"http://127.0.0.1:{port}/" in output and "vision-researcher" in output
     finally:

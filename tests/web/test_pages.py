@@ -6,6 +6,7 @@ import pytest
 
 from scheduling.models import Job, QueueQuota, TeamAllotment
 from scheduling.services import admission_cycle_run
+from portal.staticfinders import vendored_path
 from tests.conftest import H100
 
 
@@ -122,14 +123,26 @@ def test_other_teams_jobs_hide_name_and_owner(browser_as):
 def test_the_fleet_page_lists_racks_and_loads_plotly_from_our_static_files(browser_as):
     page = browser_as("vision-researcher").get("/fleet/").content.decode()
     assert "b1-r01" in page and "b1-r02" in page and "whole free nodes" in page
-    assert '/static/vendor/plotly.min.js' in page and "cdn" not in page.lower()
+    assert f'/static/{vendored_path("plotly")}' in page and "cdn" not in page.lower()
+    assert f'/static/{vendored_path("htmx")}' in page
     assert 'id="rack-heatmap-data"' in page
 
 
-def test_plotly_is_served_by_us(client, db):
-    response = client.get("/static/vendor/plotly.min.js")
+@pytest.mark.parametrize("name, marker", [("plotly", b"plotly"), ("htmx", b"htmx")])
+def test_vendored_javascript_is_served_by_us_compressed_and_cached_for_a_year(client, db, name, marker):
+    response = client.get(f"/static/{vendored_path(name)}", HTTP_ACCEPT_ENCODING="gzip")
     assert response.status_code == 200
-    assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
+    body = b"".join(response.streaming_content)
+    if response.get("Content-Encoding") == "gzip":
+        body = __import__("gzip").decompress(body)
+    assert marker in body[:200_000].lower()
+    assert "max-age=315360000" in response["Cache-Control"] and "immutable" in response["Cache-Control"]
+
+
+def test_the_favicon_is_ours(client, db):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("favicon.svg")
+    assert client.get(response["Location"]).status_code == 200
 
 
 def test_a_lead_edits_a_quota_on_the_queues_page(browser_as):

@@ -6,7 +6,7 @@ import json
 import logging
 import random
 import time
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
@@ -22,6 +22,17 @@ T = TypeVar("T")
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+
+
+class ResourceRef(NamedTuple):
+    """A namespaced workload resource, served at /apis/<group>/<version>/namespaces/<ns>/<resource>."""
+
+    group: str
+    version: str
+    resource: str
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.group}/{self.version}"
 
 
 class ConflictError(ClusterError):
@@ -62,7 +73,8 @@ class KubeApi:
         self.api_client = api_client
         self.settings = settings
         self.core = client.CoreV1Api(api_client)
-        self.batch = client.BatchV1Api(api_client)
+        # Jobs, JobSets and PyTorchJobs alike: the custom-objects client builds the same URLs for built-in groups.
+        self.objects = client.CustomObjectsApi(api_client)
         self._sleep = sleep
         self._jitter = jitter
 
@@ -129,9 +141,15 @@ class KubeApi:
             "pods", self.core.list_pod_for_all_namespaces, self.core.list_namespaced_pod, label_selector, namespace
         )
 
-    def list_jobs(self, label_selector: str | None = None, namespace: str | None = None) -> tuple[list[dict], str]:
+    def list_objects(
+        self, ref: ResourceRef, label_selector: str | None = None, namespace: str | None = None
+    ) -> tuple[list[dict], str]:
+        """A 404 means the resource is not served (its CRD is not installed): the ClusterError says so."""
         return self._list_namespaced(
-            "jobs", self.batch.list_job_for_all_namespaces, self.batch.list_namespaced_job, label_selector, namespace
+            str(ref),
+            lambda **kw: self.objects.list_custom_object_for_all_namespaces(ref.group, ref.version, ref.resource, **kw),
+            lambda ns, **kw: self.objects.list_namespaced_custom_object(ref.group, ref.version, ns, ref.resource, **kw),
+            label_selector, namespace,
         )
 
     def _list_namespaced(self, kind, list_all, list_one, label_selector, namespace) -> tuple[list[dict], str]:
@@ -149,9 +167,10 @@ class KubeApi:
             resource_version = body.get("metadata", {}).get("resourceVersion", "")
         return items, resource_version
 
-    def get_job(self, namespace: str, name: str) -> dict | None:
+    def get_object(self, ref: ResourceRef, namespace: str, name: str) -> dict | None:
         try:
-            return self.call(f"read job {namespace}/{name}", self.batch.read_namespaced_job, name, namespace)
+            return self.call(f"read {ref.resource} {namespace}/{name}", self.objects.get_namespaced_custom_object,
+                             ref.group, ref.version, namespace, ref.resource, name)
         except ClusterError as exc:
             if exc.status == 404:
                 return None
@@ -159,11 +178,10 @@ class KubeApi:
 
     # --- writes ---------------------------------------------------------------------------------
 
-    def patch_job(self, namespace: str, name: str, patch: dict | list) -> dict:
-        content_type = JSON_PATCH if isinstance(patch, list) else MERGE_PATCH
+    def patch_object(self, ref: ResourceRef, namespace: str, name: str, patch: dict) -> dict:
         return self.call(
-            f"patch job {namespace}/{name}",
-            self.batch.patch_namespaced_job, name, namespace, patch, _content_type=content_type,
+            f"patch {ref.resource} {namespace}/{name}", self.objects.patch_namespaced_custom_object,
+            ref.group, ref.version, namespace, ref.resource, name, patch, _content_type=MERGE_PATCH,
         )
 
     def patch_pod(self, namespace: str, name: str, patch: dict | list) -> dict:
@@ -173,25 +191,30 @@ class KubeApi:
             self.core.patch_namespaced_pod, name, namespace, patch, _content_type=content_type,
         )
 
-    def create_job(self, namespace: str, body: dict) -> dict:
+    def create_object(self, ref: ResourceRef, namespace: str, body: dict) -> dict:
         name = body.get("metadata", {}).get("name", "")
-        return self.call(f"create job {namespace}/{name}", self.batch.create_namespaced_job, namespace, body)
+        return self.call(f"create {ref.resource} {namespace}/{name}", self.objects.create_namespaced_custom_object,
+                         ref.group, ref.version, namespace, ref.resource, body)
 
     # --- watches --------------------------------------------------------------------------------
 
     def watch(
-        self, kind: str, resource_version: str, *, namespace: str | None = None, label_selector: str | None = None,
-        timeout_s: int | None = None, watcher: watch.Watch | None = None,
+        self, kind: str | ResourceRef, resource_version: str, *, namespace: str | None = None,
+        label_selector: str | None = None, timeout_s: int | None = None, watcher: watch.Watch | None = None,
     ) -> Iterator[dict]:
-        """Raw watch events ({"type", "object"}) after `resource_version`; GoneError when it expired."""
-        functions = {
-            "nodes": (self.core.list_node, None),
-            "pods": (self.core.list_pod_for_all_namespaces, self.core.list_namespaced_pod),
-            "jobs": (self.batch.list_job_for_all_namespaces, self.batch.list_namespaced_job),
-        }
-        list_all, list_one = functions[kind]
-        args: tuple = (namespace,) if namespace and list_one else ()
-        fn = list_one if args else list_all
+        """Raw watch events ({"type", "object"}) after `resource_version`; GoneError when it expired.
+        `kind` is "nodes", "pods" or a workload resource."""
+        if isinstance(kind, ResourceRef):
+            ref = kind
+            args: tuple = (ref.group, ref.version, namespace, ref.resource) if namespace else (ref.group, ref.version, ref.resource)
+            fn = self.objects.list_namespaced_custom_object if namespace else self.objects.list_custom_object_for_all_namespaces
+        else:
+            list_all, list_one = {
+                "nodes": (self.core.list_node, None),
+                "pods": (self.core.list_pod_for_all_namespaces, self.core.list_namespaced_pod),
+            }[kind]
+            args = (namespace,) if namespace and list_one else ()
+            fn = list_one if args else list_all
         stream = watcher or watch.Watch()
         timeout = timeout_s or self.settings.watch_timeout_s
         kwargs = {"label_selector": label_selector} if label_selector else {}

@@ -11,13 +11,14 @@ from scheduling.core.model import Node, PodSet
 from . import pods as pod_util
 from .api import KubeApi
 from .config import KubernetesSettings, load_api_client
+from . import gangs, kinds
 from .kinds import batch_job
 from .names import MANAGED_LABEL
 from .nodes import nodes_from_objects
 
 
 class KubernetesCluster:
-    """Reads nodes, pods and Jobs; releases, pins and suspends gangs. Every call goes to the API."""
+    """Reads nodes, pods and workloads of every kind; releases, pins and suspends gangs. Every call goes to the API."""
 
     def __init__(
         self,
@@ -31,6 +32,7 @@ class KubernetesCluster:
         if api_client is None:
             api_client = load_api_client(self.settings)
         self.api = KubeApi(api_client, self.settings, sleep=sleep)
+        self.absent_kinds = gangs.AbsentKinds()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KubernetesCluster:
@@ -47,49 +49,57 @@ class KubernetesCluster:
     def list_nodes(self) -> list[Node]:
         node_objects, _ = self.api.list_nodes()
         pods, _ = self.api.list_pods()
-        jobs = batch_job.list_managed(self.api)
-        return self.nodes_from(node_objects, pods, jobs)
+        return self.nodes_from(node_objects, pods, self.list_managed())
 
-    def nodes_from(self, node_objects: Iterable[Mapping], pods: Iterable[Mapping], jobs: Iterable[Mapping]) -> list[Node]:
+    def list_managed(self) -> dict[str, list[dict]]:
+        """The queue-labelled objects of every kind whose resource the cluster serves, by kind."""
+        return {kind.KIND: gangs.list_labelled(self.api, kind, self.absent_kinds) for kind in kinds.ALL}
+
+    def nodes_from(
+        self, node_objects: Iterable[Mapping], pods: Iterable[Mapping], workloads: Mapping[str, Iterable[Mapping]]
+    ) -> list[Node]:
         """The GPU nodes, each with the GPUs that pods Gangway does not manage hold on it."""
-        managed_uids = frozenset(uid for job in jobs if (uid := (job.get("metadata") or {}).get("uid")))
+        managed_uids = frozenset(uid for objs in workloads.values() for obj in objs if (uid := (obj.get("metadata") or {}).get("uid")))
         external = pod_util.external_gpus_by_node(pods, managed_uids)
         return nodes_from_objects(list(node_objects), self.settings, external)
 
     def list_workloads(self) -> list[DiscoveredWorkload]:
-        return self.workloads_from(batch_job.list_managed(self.api))
+        return self.workloads_from(self.list_managed())
 
-    def workloads_from(self, jobs: Iterable[Mapping]) -> list[DiscoveredWorkload]:
-        found = (batch_job.discover(job, self.settings) for job in jobs)
-        return sorted((w for w in found if w is not None), key=lambda w: (w.namespace, w.name))
+    def workloads_from(self, workloads: Mapping[str, Iterable[Mapping]]) -> list[DiscoveredWorkload]:
+        found = (kinds.kind_named(kind).discover(obj, self.settings) for kind, objs in workloads.items() for obj in objs)
+        return sorted((w for w in found if w is not None), key=lambda w: (w.namespace, w.name, w.kind))
 
     def workload_statuses(self, workloads: Iterable[WorkloadRef], now: float) -> dict[int, WorkloadStatus]:
-        return batch_job.statuses(self.api, list(workloads))
+        return gangs.statuses(self.api, list(workloads), self.absent_kinds)
 
     # --- acting ---------------------------------------------------------------------------------
 
     def release(self, release: GangRelease, now: float) -> None:
-        """Unsuspend the Job with its placement, then pin (and, when all exist, ungate) its pods."""
-        batch_job.release(self.api, release)
+        """Unsuspend the workload with its placement, then pin (and, when all exist, ungate) its pods."""
+        gangs.release(self.api, release)
 
-    def pin_gang(self, namespace: str, name: str) -> bool:
+    def pin_gang(self, namespace: str, name: str, kind: str = batch_job.KIND) -> bool:
         """Advance a released gang: pin new pods, ungate all once all exist. True once ungated."""
-        return batch_job.pin(self.api, namespace, name)
+        return gangs.pin(self.api, kinds.kind_named(kind), namespace, name)
+
+    def pin_gang_of(self, pod: Mapping) -> bool:
+        """Advance the released gang `pod` belongs to (a new gated pod): False for a pod of no gang."""
+        gang = gangs.gang_of_pod(pod)
+        return gang is not None and gangs.pin(self.api, *gang)
 
     def pin_released_gangs(self) -> int:
         """Advance every released gang that still has gated pods; returns how many were ungated."""
         pods, _ = self.api.list_pods(label_selector=MANAGED_LABEL)
-        waiting = {
-            ((pod.get("metadata") or {}).get("namespace", ""), owner["name"])
-            for pod in pods
-            if pod_util.is_gated(pod)
-            for owner in (pod.get("metadata") or {}).get("ownerReferences") or ()
-            if owner.get("kind") == "Job"
-        }
-        return sum(1 for namespace, name in sorted(waiting) if self.pin_gang(namespace, name))
+        waiting = set()
+        for pod in pods:
+            if pod_util.is_gated(pod) and (gang := gangs.gang_of_pod(pod)) is not None:
+                kind, namespace, name = gang
+                waiting.add((kind.KIND, namespace, name))
+        return sum(1 for kind, namespace, name in sorted(waiting) if self.pin_gang(namespace, name, kind))
 
     def suspend(self, workload: WorkloadRef, now: float) -> None:
-        batch_job.suspend(self.api, workload)
+        gangs.suspend(self.api, workload)
 
     def create_workload(
         self,
@@ -107,6 +117,7 @@ class KubernetesCluster:
         checkpoint_interval_s: int | None = None,
         is_preemptible: bool = True,
         job_id: int | None = None,
+        priority_class: str | None = None,
     ) -> WorkloadRef:
         """Create a suspended, gated, Indexed Job for a job submitted through Gangway; idempotent per job id."""
         body = batch_job.build_job(
@@ -114,7 +125,7 @@ class KubernetesCluster:
             flavor=flavor, flavor_label=self.settings.flavor_label, priority=priority,
             topology_required=topology_required, topology_preferred=topology_preferred,
             runtime_limit_s=runtime_limit_s, checkpoint_interval_s=checkpoint_interval_s,
-            is_preemptible=is_preemptible, job_id=job_id,
+            is_preemptible=is_preemptible, job_id=job_id, priority_class=priority_class,
         )
         return batch_job.create(self.api, body, job_id=job_id)
 

@@ -1,4 +1,5 @@
-"""List-then-watch of nodes, pods and Jobs into an in-memory mirror that feeds callbacks (the watcher process)."""
+"""List-then-watch of nodes, pods and queue-labelled workloads of every kind into an in-memory mirror that
+feeds callbacks (the watcher process)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,23 @@ from kubernetes import watch as k8s_watch
 from scheduling.cluster.base import DiscoveredWorkload
 from scheduling.core.model import Node
 
+from . import gangs, kinds
 from . import pods as pod_util
 from .api import ClusterError, GoneError
 from .cluster import KubernetesCluster
-from .names import QUEUE_LABEL
+from .kinds import WorkloadKind
+from .names import QUEUE_LABELS
 
 log = logging.getLogger(__name__)
 
-KINDS = ("nodes", "pods", "jobs")
-_SELECTORS = {"jobs": QUEUE_LABEL}
-"""Only labelled Jobs are mirrored: their uids mark pods as managed, so no other Job may be among them."""
+WORKLOAD_MIRRORS: dict[str, tuple[WorkloadKind, str]] = {
+    f"{kind.KIND} {label}": (kind, label) for kind in kinds.ALL for label in QUEUE_LABELS
+}
+"""One mirror per kind and queue label (a selector cannot say "this label or that one"). Only labelled
+workloads are mirrored: their uids mark pods as managed, so no other workload may be among them."""
+MIRRORS = ("nodes", "pods", *WORKLOAD_MIRRORS)
+ABSENT_RETRY_S = 300.0
+"""How often a kind whose CRD is not installed is listed again, quietly, in case it was installed since."""
 
 NodesCallback = Callable[[list[Node]], None]
 WorkloadsCallback = Callable[[list[DiscoveredWorkload]], None]
@@ -41,14 +49,6 @@ def _shutdown_stream(watcher: k8s_watch.Watch) -> None:
         pass
 
 
-def _owner_job(pod: Mapping) -> tuple[str, str] | None:
-    metadata = pod.get("metadata") or {}
-    for owner in metadata.get("ownerReferences") or ():
-        if owner.get("kind") == "Job":
-            return metadata.get("namespace", ""), owner.get("name", "")
-    return None
-
-
 def _key(obj: Mapping) -> tuple[str, str]:
     metadata = obj.get("metadata") or {}
     return metadata.get("namespace", ""), metadata.get("name", "")
@@ -58,7 +58,7 @@ class ClusterWatcher:
     """Mirror the cluster by list-then-watch; hand derived nodes and workloads to callbacks when they change.
 
     `run_once()` lists everything and emits once. `start()` runs one thread per watched stream
-    (a kind, per namespace when namespaces are configured) plus one that emits at most every
+    (nodes, pods, each workload kind and queue label; per namespace when namespaces are configured) plus one that emits at most every
     `flush_interval_s`, so 10,000 pod events do not mean 10,000 node recomputations. `stop()` ends them.
     """
 
@@ -82,10 +82,10 @@ class ClusterWatcher:
         self.watch_timeout_s = watch_timeout_s or cluster.settings.watch_timeout_s
         self.flush_interval_s = flush_interval_s
         self.error_delay_s = error_delay_s
-        self.objects: dict[str, dict[tuple[str, str], Mapping]] = {kind: {} for kind in KINDS}
+        self.objects: dict[str, dict[tuple[str, str], Mapping]] = {mirror: {} for mirror in MIRRORS}
         self.resource_versions: dict[tuple[str, str | None], str] = {}
         self.relists: Counter[str] = Counter()
-        """Lists done per kind, including the first: a 410 Gone shows up as one more."""
+        """Lists done per mirror, including the first: a 410 Gone shows up as one more."""
         self._lock = threading.Lock()
         self._emit_lock = threading.Lock()
         self._dirty: set[str] = set()
@@ -105,48 +105,61 @@ class ClusterWatcher:
 
     def _streams(self) -> list[tuple[str, str | None]]:
         namespaces = self.cluster.settings.namespaces or (None,)
-        return [("nodes", None), *((kind, ns) for kind in ("pods", "jobs") for ns in namespaces)]
+        return [("nodes", None), *((mirror, ns) for mirror in MIRRORS[1:] for ns in namespaces)]
 
-    def _relist(self, kind: str, namespace: str | None) -> str:
+    def _relist(self, mirror: str, namespace: str | None) -> str | None:
+        """List one stream into its mirror; None when its workload kind is not served (CRD not installed)."""
         api = self.cluster.api
-        if kind == "nodes":
+        if mirror == "nodes":
             items, resource_version = api.list_nodes()
-        elif kind == "pods":
+        elif mirror == "pods":
             items, resource_version = api.list_pods(namespace=namespace)
         else:
-            items, resource_version = api.list_jobs(label_selector=_SELECTORS[kind], namespace=namespace)
+            kind, label = WORKLOAD_MIRRORS[mirror]
+            try:
+                items, resource_version = api.list_objects(gangs.resource_of(kind), label_selector=label, namespace=namespace)
+            except ClusterError as exc:
+                if self.cluster.absent_kinds.note(kind, exc):
+                    return None
+                raise
+            self.cluster.absent_kinds.served(kind)
         with self._lock:
-            mirror = self.objects[kind]
-            for key in [k for k in mirror if namespace is None or k[0] == namespace]:
-                del mirror[key]
-            mirror.update((_key(obj), obj) for obj in items)
-            self.resource_versions[(kind, namespace)] = resource_version
-            self.relists[kind] += 1
-            self._dirty.add(kind)
-        if kind == "pods" and self.pins_gangs:
+            objects = self.objects[mirror]
+            for key in [k for k in objects if namespace is None or k[0] == namespace]:
+                del objects[key]
+            objects.update((_key(obj), obj) for obj in items)
+            self.resource_versions[(mirror, namespace)] = resource_version
+            self.relists[mirror] += 1
+            self._dirty.add(mirror)
+        if mirror == "pods" and self.pins_gangs:
             # Pod events missed while not watching (a restart, a 410) would leave a gang gated forever.
-            owners = {}
+            gangs_waiting = {}
             for pod in items:
-                if pod_util.is_gated(pod):
-                    owners.setdefault(_owner_job(pod), pod)
-            for owner, pod in owners.items():
-                if owner is not None:
-                    self._pin_owner(pod)
+                if pod_util.is_gated(pod) and (gang := gangs.gang_of_pod(pod)) is not None:
+                    gangs_waiting.setdefault((gang[0].KIND, *gang[1:]), pod)
+            for pod in gangs_waiting.values():
+                self._pin_owner(pod)
         return resource_version
 
     # --- derived views and callbacks ------------------------------------------------------------
+
+    def labelled_workloads(self) -> dict[str, list[Mapping]]:
+        """The mirrored workloads by kind, each once (one may carry both queue labels)."""
+        with self._lock:
+            by_kind: dict[str, dict[tuple[str, str], Mapping]] = {kind.KIND: {} for kind in kinds.ALL}
+            for mirror, (kind, _) in WORKLOAD_MIRRORS.items():
+                for key, obj in self.objects[mirror].items():
+                    by_kind[kind.KIND].setdefault(key, obj)
+        return {kind: [objs[k] for k in sorted(objs)] for kind, objs in by_kind.items()}
 
     def nodes(self) -> list[Node]:
         with self._lock:
             nodes = list(self.objects["nodes"].values())
             pods = list(self.objects["pods"].values())
-            jobs = list(self.objects["jobs"].values())
-        return self.cluster.nodes_from(nodes, pods, jobs)
+        return self.cluster.nodes_from(nodes, pods, self.labelled_workloads())
 
     def workloads(self) -> list[DiscoveredWorkload]:
-        with self._lock:
-            jobs = list(self.objects["jobs"].values())
-        return self.cluster.workloads_from(jobs)
+        return self.cluster.workloads_from(self.labelled_workloads())
 
     def flush(self) -> None:
         """Call the callbacks whose derived view changed since they were last called."""
@@ -158,7 +171,7 @@ class ClusterWatcher:
                 if nodes != self._last_nodes:
                     self._last_nodes = nodes
                     self.on_nodes(nodes)
-            if "jobs" in dirty and self.on_workloads is not None:
+            if dirty & set(WORKLOAD_MIRRORS) and self.on_workloads is not None:
                 workloads = self.workloads()
                 if workloads != self._last_workloads:
                     self._last_workloads = workloads
@@ -169,9 +182,9 @@ class ClusterWatcher:
     def start(self) -> None:
         self._stop.clear()
         self.run_once()
-        for kind, namespace in self._streams():
+        for mirror, namespace in self._streams():
             thread = threading.Thread(
-                target=self._watch_loop, args=(kind, namespace), name=f"watch-{kind}-{namespace or 'all'}", daemon=True
+                target=self._watch_loop, args=(mirror, namespace), name=f"watch-{mirror}-{namespace or 'all'}", daemon=True
             )
             thread.start()
             self._threads.append(thread)
@@ -212,63 +225,65 @@ class ClusterWatcher:
             except Exception:  # a callback's bug must not end the watcher
                 log.exception("watch: a callback failed")
 
-    def _watch_loop(self, kind: str, namespace: str | None) -> None:
-        stream = (kind, namespace)
+    def _watch_loop(self, mirror: str, namespace: str | None) -> None:
+        stream = (mirror, namespace)
+        kind, label = WORKLOAD_MIRRORS.get(mirror, (None, None))
         while not self._stop.is_set():
             try:
-                resource_version = self.resource_versions.get(stream) or self._relist(kind, namespace)
+                resource_version = self.resource_versions.get(stream) or self._relist(mirror, namespace)
+                if resource_version is None:
+                    # Not served: the one log line was written by the list; look again much later, quietly.
+                    self._stop.wait(ABSENT_RETRY_S)
+                    continue
                 watcher = self._watches[stream] = k8s_watch.Watch()
                 for event in self.cluster.api.watch(
-                    kind, resource_version, namespace=namespace, label_selector=_SELECTORS.get(kind),
-                    timeout_s=self.watch_timeout_s, watcher=watcher,
+                    gangs.resource_of(kind) if kind else mirror, resource_version, namespace=namespace,
+                    label_selector=label, timeout_s=self.watch_timeout_s, watcher=watcher,
                 ):
-                    self._apply(kind, namespace, event)
+                    self._apply(mirror, namespace, event)
                     if self._stop.is_set():
                         watcher.stop()
                         break
             except GoneError:
                 # Our resource version was compacted away: the events in between are lost, so list again.
-                log.info("watch %s: 410 Gone, listing again", kind)
+                log.info("watch %s: 410 Gone, listing again", mirror)
                 self.resource_versions.pop(stream, None)
             except ClusterError as exc:
                 if self._stop.is_set():
                     break
-                log.warning("watch %s: %s; retrying in %.1fs", kind, exc, self.error_delay_s)
+                log.warning("watch %s: %s; retrying in %.1fs", mirror, exc, self.error_delay_s)
                 self._stop.wait(self.error_delay_s)
             except Exception:
                 if self._stop.is_set():
                     break
-                log.exception("watch %s: unexpected error; listing again", kind)
+                log.exception("watch %s: unexpected error; listing again", mirror)
                 self.resource_versions.pop(stream, None)
                 self._stop.wait(self.error_delay_s)
 
-    def _apply(self, kind: str, namespace: str | None, event: Mapping) -> None:
+    def _apply(self, mirror: str, namespace: str | None, event: Mapping) -> None:
         event_type, obj = event.get("type"), event.get("object") or {}
         resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         with self._lock:
             if event_type in ("ADDED", "MODIFIED"):
-                # A Job whose queue label was removed arrives as DELETED through the selector.
-                self.objects[kind][_key(obj)] = obj
+                # A workload whose queue label was removed arrives as DELETED through the selector.
+                self.objects[mirror][_key(obj)] = obj
             elif event_type == "DELETED":
-                self.objects[kind].pop(_key(obj), None)
+                self.objects[mirror].pop(_key(obj), None)
             if resource_version:
-                self.resource_versions[(kind, namespace)] = resource_version
+                self.resource_versions[(mirror, namespace)] = resource_version
             if event_type != "BOOKMARK":
-                self._dirty.add(kind)
+                self._dirty.add(mirror)
         if event_type == "BOOKMARK":
             return
         if self.on_event is not None:
-            self.on_event(kind, event_type, obj)
-        if self.pins_gangs and kind == "pods" and event_type == "ADDED" and pod_util.is_gated(obj):
+            self.on_event(mirror, event_type, obj)
+        if self.pins_gangs and mirror == "pods" and event_type == "ADDED" and pod_util.is_gated(obj):
             self._pin_owner(obj)
 
     def _pin_owner(self, pod: Mapping) -> None:
         """A new gated pod of a released gang: pin it, and ungate the gang if it was the last one missing."""
-        owner = _owner_job(pod)
-        if owner is None:
-            return
         try:
-            self.cluster.pin_gang(*owner)
+            self.cluster.pin_gang_of(pod)
         except ClusterError as exc:
             # The next pod event, the next relist or the reconcile pass (pin_released_gangs) tries again.
-            log.warning("watch: pinning the pods of job %s/%s failed: %s", *owner, exc)
+            log.warning("watch: pinning the gang of pod %s/%s failed: %s", *_key(pod), exc)

@@ -52,7 +52,8 @@ class Command(BaseCommand):
             if once:
                 watcher.run_once()
                 self.stdout.write(self.style.SUCCESS(
-                    f"synced {len(watcher.objects['nodes'])} nodes and {len(watcher.objects['jobs'])} labelled jobs"))
+                    f"synced {len(watcher.objects['nodes'])} nodes and "
+                    f"{sum(map(len, watcher.labelled_workloads().values()))} labelled workloads"))
                 return
             self.stdout.write("watching the cluster (Ctrl-C stops)")
             watcher.run()

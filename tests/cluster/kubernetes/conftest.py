@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from kubernetes import client
 
 from fakeapi import FakeKubernetes
@@ -42,3 +43,19 @@ def kube_settings():
 @pytest.fixture
 def cluster(api_client, kube_settings, sleeps):
     return KubernetesCluster(api_client, kube_settings, sleep=sleeps.append)
+
+
+@pytest.fixture
+def kubeconfig(fake, tmp_path, monkeypatch):
+    """KUBECONFIG pointing at the fake API, as a user would configure a real cluster."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
+        "users": [{"name": "gangway", "user": {"token": "not-checked"}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "gangway"}}],
+    }))
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    monkeypatch.setenv("GANGWAY_TOPOLOGY_LABELS", ",".join(TOPOLOGY))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    return path

@@ -1,10 +1,14 @@
 """A small stateful Kubernetes API server over real HTTP for the adapter's tests.
 
-It keeps nodes, pods and Jobs in memory with resource versions, serves list and watch (with label
+It keeps nodes, pods, Jobs, JobSets and PyTorchJobs in memory with resource versions, serves list and watch (with label
 selectors, and a 410 Gone for a watch older than the compacted history), create, merge / JSON patch
 with optimistic concurrency (409), delete, a pod-spec validation close to the real one for gated
-pods, injected failures, and a request log. It can also play the Job controller: create a Job's pods
-from its template, and delete them when the Job is suspended.
+pods, the JobSet webhook's rule (a replicated job's template changes only while the JobSet is
+suspended, and then only its pod labels, annotations, nodeSelector, tolerations and scheduling gates),
+a custom resource whose CRD is not installed (404), injected failures, and a request log. It can also
+play the controllers: the Job controller (create a Job's pods from its template, delete them when the
+Job is suspended), the JobSet controller (child Jobs per replicated job, resumed and suspended with the
+JobSet) and the Training Operator (a PyTorchJob's pods per replica).
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ KINDS = {
     "nodes": ("v1", "Node", False),
     "pods": ("v1", "Pod", True),
     "jobs": ("batch/v1", "Job", True),
+    "jobsets": ("jobset.x-k8s.io/v1alpha2", "JobSet", True),
+    "pytorchjobs": ("kubeflow.org/v1", "PyTorchJob", True),
 }
+CUSTOM = {"jobsets", "pytorchjobs"}
 
 ROUTES = [
     (re.compile(r"^/api/v1/(?P<kind>nodes)(?:/(?P<name>[^/]+))?$"), None),
@@ -31,6 +38,10 @@ ROUTES = [
     (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<kind>pods)(?:/(?P<name>[^/]+))?$"), None),
     (re.compile(r"^/apis/batch/v1/(?P<kind>jobs)$"), None),
     (re.compile(r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/(?P<kind>jobs)(?:/(?P<name>[^/]+))?$"), None),
+    (re.compile(r"^/apis/jobset.x-k8s.io/v1alpha2/(?P<kind>jobsets)$"), None),
+    (re.compile(r"^/apis/jobset.x-k8s.io/v1alpha2/namespaces/(?P<ns>[^/]+)/(?P<kind>jobsets)(?:/(?P<name>[^/]+))?$"), None),
+    (re.compile(r"^/apis/kubeflow.org/v1/(?P<kind>pytorchjobs)$"), None),
+    (re.compile(r"^/apis/kubeflow.org/v1/namespaces/(?P<ns>[^/]+)/(?P<kind>pytorchjobs)(?:/(?P<name>[^/]+))?$"), None),
 ]
 
 
@@ -133,6 +144,27 @@ def validate_pod_update(old: dict, new: dict) -> None:
         raise ApiError(422, "Invalid", "spec: Forbidden: pod updates may not change fields other than ...")
 
 
+_MUTABLE_WHILE_SUSPENDED = (("metadata", "labels"), ("metadata", "annotations"), ("spec", "nodeSelector"),
+                            ("spec", "tolerations"), ("spec", "schedulingGates"))
+
+
+def validate_jobset_update(old: dict, new: dict) -> None:
+    """The JobSet webhook's rule: replicatedJobs are immutable, except that while the JobSet is (or is being)
+    suspended the pod templates' labels, annotations, nodeSelector, tolerations and scheduling gates may change."""
+
+    def munged(jobset: dict) -> list:
+        replicated = copy.deepcopy((jobset.get("spec") or {}).get("replicatedJobs") or [])
+        if (old.get("spec") or {}).get("suspend") or (new.get("spec") or {}).get("suspend"):
+            for rj in replicated:
+                pod_template = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
+                for section, field in _MUTABLE_WHILE_SUSPENDED:
+                    (pod_template.get(section) or {}).pop(field, None)
+        return replicated
+
+    if munged(old) != munged(new):
+        raise ApiError(422, "Invalid", "spec.replicatedJobs: Invalid value: field is immutable")
+
+
 # --- the server ------------------------------------------------------------------------------------
 
 
@@ -156,6 +188,8 @@ class FakeKubernetes:
         self.requests: list[tuple[str, str, dict, object]] = []
         self.faults: list[Fault] = []
         self.on_request: Callable[[str, str], None] | None = None
+        self.uninstalled: set[str] = set()
+        """Custom resources whose CRD is not installed: every request for them is a 404."""
         self._cond = threading.Condition()
         self._stopping = False
         self._server: ThreadingHTTPServer | None = None
@@ -250,6 +284,8 @@ class FakeKubernetes:
                 )
             if kind == "pods":
                 validate_pod_update(current, patched)
+            if kind == "jobsets":
+                validate_jobset_update(current, patched)
             patched["metadata"]["uid"] = current["metadata"]["uid"]
             self.objects[kind][(namespace, name)] = patched
             self._bump(kind, "MODIFIED", patched, current["metadata"].get("labels") or {})
@@ -331,6 +367,82 @@ class FakeKubernetes:
             self.delete("pods", namespace, pod["metadata"]["name"])
         return len(doomed)
 
+    # --- the JobSet controller, played by tests ---------------------------------------------------
+
+    def sync_jobset(self, namespace: str, name: str) -> list[str]:
+        """What the JobSet controller does: create the child Jobs it lacks (suspended with the JobSet); when
+        the JobSet is resumed, copy each pod template's mutable fields into its child Jobs and resume them;
+        when it is suspended, suspend them (their pods go). Returns the child Jobs' names."""
+        jobset = self.get("jobsets", namespace, name)
+        is_suspended = bool(jobset["spec"].get("suspend"))
+        names = []
+        for rj in jobset["spec"]["replicatedJobs"]:
+            for job_index in range(rj.get("replicas", 1)):
+                child = f"{name}-{rj['name']}-{job_index}"
+                names.append(child)
+                marks = {"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/jobset-uid": jobset["metadata"]["uid"],
+                         "jobset.sigs.k8s.io/replicatedjob-name": rj["name"], "jobset.sigs.k8s.io/job-index": str(job_index)}
+                pod_template = copy.deepcopy(rj["template"]["spec"]["template"])
+                pod_template.setdefault("metadata", {}).setdefault("labels", {}).update(marks)
+                if (namespace, child) not in self.objects["jobs"]:
+                    spec = {**copy.deepcopy(rj["template"]["spec"]), "suspend": is_suspended, "template": pod_template}
+                    spec.setdefault("completionMode", "Indexed")
+                    self.create("jobs", {"metadata": {"name": child, "namespace": namespace, "labels": marks, "ownerReferences": [
+                        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": name, "uid": jobset["metadata"]["uid"],
+                         "controller": True}]}, "spec": spec}, namespace)
+                    continue
+
+                def resume_or_suspend(job: dict, pod_template=pod_template) -> None:
+                    if not is_suspended and job["spec"].get("suspend"):
+                        template = job["spec"]["template"]
+                        for section, field in _MUTABLE_WHILE_SUSPENDED:
+                            value = (pod_template.get(section) or {}).get(field)
+                            if isinstance(value, dict):
+                                template.setdefault(section, {}).setdefault(field, {}).update(value)
+                            elif value is not None:
+                                existing = template.setdefault(section, {}).setdefault(field, [])
+                                existing.extend(v for v in value if v not in existing)
+                    job["spec"]["suspend"] = is_suspended
+
+                self.modify("jobs", namespace, child, resume_or_suspend)
+                if is_suspended:
+                    self.delete_job_pods(namespace, child)
+        return names
+
+    # --- the Training Operator, played by tests --------------------------------------------------
+
+    def create_pytorch_pod(self, namespace: str, job_name: str, replica_type: str, index: int) -> dict:
+        """What the Training Operator does for one replica of an unsuspended PyTorchJob."""
+        job = self.get("pytorchjobs", namespace, job_name)
+        if job["spec"].get("runPolicy", {}).get("suspend"):
+            raise AssertionError(f"the operator creates no pods for suspended pytorchjob {job_name}")
+        template = copy.deepcopy(job["spec"]["pytorchReplicaSpecs"][replica_type]["template"])
+        metadata = template.get("metadata") or {}
+        rtype = replica_type.lower()
+        labels = {**(metadata.get("labels") or {}), "training.kubeflow.org/job-name": job_name,
+                  "training.kubeflow.org/operator-name": "pytorchjob-controller",
+                  "training.kubeflow.org/replica-type": rtype, "training.kubeflow.org/replica-index": str(index)}
+        if replica_type == "Master":
+            labels["training.kubeflow.org/job-role"] = "master"
+        pod = {
+            "metadata": {
+                "name": f"{job_name}-{rtype}-{index}", "namespace": namespace, "labels": labels,
+                "annotations": dict(metadata.get("annotations") or {}),
+                "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job_name,
+                                     "uid": job["metadata"]["uid"], "controller": True}],
+            },
+            "spec": template["spec"],
+            "status": {"phase": "Pending"},
+        }
+        return self.create("pods", pod, namespace)
+
+    def delete_pytorch_pods(self, namespace: str, job_name: str) -> int:
+        """What the operator does when a PyTorchJob is suspended."""
+        doomed = self.list("pods", namespace, f"training.kubeflow.org/job-name={job_name}")
+        for pod in doomed:
+            self.delete("pods", namespace, pod["metadata"]["name"])
+        return len(doomed)
+
     def run_pod(self, namespace: str, name: str, node: str | None = None) -> dict:
         """What the scheduler and kubelet do for an ungated pod: bind it, run it, report it Ready."""
 
@@ -377,6 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
             kind, namespace, name, query, path = self._route()
             body = self._body() if method in ("POST", "PATCH", "PUT") else None
             self.api.requests.append((method, path, query, body))
+            if kind in self.api.uninstalled:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if self.api.on_request is not None:
                 self.api.on_request(method, path)
             for fault in self.api.faults:

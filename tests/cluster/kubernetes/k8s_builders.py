@@ -93,3 +93,74 @@ def a_training_job(
             "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
         },
     }
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def a_pod_template(gpus: int, *, name: str = "main", gated: bool = True, tolerations: list[dict] | None = None) -> dict:
+    spec: dict = {"restartPolicy": "Never", "containers": [a_container(gpus, name=name)]}
+    if gated:
+        spec["schedulingGates"] = [{"name": "gangway.dev/admission"}]
+    if tolerations is not None:
+        spec["tolerations"] = copy.deepcopy(tolerations)
+    return {"metadata": {"labels": {"role": name}}, "spec": spec}
+
+
+def a_jobset(
+    name: str = "llama-jobset",
+    *,
+    namespace: str = "research",
+    roles: tuple[tuple[str, int, int, int], ...] = (("launcher", 1, 1, 0), ("workers", 2, 4, 8)),
+    queue: str | None = "vision",
+    queue_label: str = "gangway.dev/queue",
+    suspend: bool = True,
+    annotations: dict | None = None,
+    tolerations: list[dict] | None = None,
+) -> dict:
+    """roles: (replicated job, replicas, pods per child Job, GPUs per pod)."""
+    labels = {queue_label: queue} if queue else {}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": copy.deepcopy(annotations or {})},
+        "spec": {
+            "suspend": suspend,
+            "replicatedJobs": [
+                {"name": role, "replicas": replicas, "template": {"spec": {
+                    "parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
+                    "template": a_pod_template(gpus, name=role, tolerations=tolerations),
+                }}}
+                for role, replicas, pods, gpus in roles
+            ],
+        },
+    }
+
+
+def a_pytorchjob(
+    name: str = "bert-ddp",
+    *,
+    namespace: str = "research",
+    masters: int = 1,
+    workers: int = 3,
+    gpus: int = 8,
+    queue: str | None = "vision",
+    suspend: bool = True,
+    annotations: dict | None = None,
+    tolerations: list[dict] | None = None,
+) -> dict:
+    labels = {"gangway.dev/queue": queue} if queue else {}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": copy.deepcopy(annotations or {})},
+        "spec": {
+            "runPolicy": {"suspend": suspend},
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": masters, "restartPolicy": "OnFailure",
+                           "template": a_pod_template(gpus, name="pytorch", tolerations=tolerations)},
+                "Worker": {"replicas": workers, "restartPolicy": "OnFailure",
+                           "template": a_pod_template(gpus, name="pytorch", tolerations=tolerations)},
+            },
+        },
+    }

@@ -10,6 +10,7 @@ import yaml
 from django.core.management import call_command
 
 from k8s_builders import TOPOLOGY, a_node, a_training_job
+from k8s_django import H100, the_vision_queue, watch_once
 from scheduling.cluster.registry import WatchedCluster, get_cluster
 from scheduling.core.model import JobState
 from scheduling.models import Cohort, FleetSettings, Flavor, Job, JobEvent, Membership, Node, Queue, QueueQuota, QueueUsage, Role, Team, WorkloadRejection
@@ -19,25 +20,8 @@ from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 NS = "research"
-H100 = "NVIDIA-H100-80GB-HBM3"
 T0 = 1_800_000_000.0
 NODES = {"gpu-001": "r1", "gpu-002": "r1", "gpu-003": "r2", "gpu-004": "r2"}
-
-
-@pytest.fixture
-def kubeconfig(fake, tmp_path, monkeypatch):
-    """KUBECONFIG pointing at the fake API, as a user would configure a real cluster."""
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": fake.url}}],
-        "users": [{"name": "gangway", "user": {"token": "not-checked"}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "gangway"}}],
-    }))
-    monkeypatch.setenv("KUBECONFIG", str(path))
-    monkeypatch.setenv("GANGWAY_TOPOLOGY_LABELS", ",".join(TOPOLOGY))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    return path
 
 
 @pytest.fixture
@@ -47,20 +31,6 @@ def nodes(fake):
     # A CPU node and a GPU node with an unhealthy device: only GPU nodes are synced, allocatable as reported.
     fake.create("nodes", a_node("cpu-001", gpus=0, product=None))
     return NODES
-
-
-def watch_once() -> str:
-    out = io.StringIO()
-    call_command("watch_cluster", "--once", stdout=out)
-    return out.getvalue()
-
-
-def the_vision_queue(nominal: int = 32) -> Queue:
-    team = Team.objects.create(name="vision")
-    queue = Queue.objects.create(name="vision-main", team=team, cohort=Cohort.objects.create(name="shared"))
-    QueueQuota.objects.create(queue=queue, flavor=Flavor.objects.get(name=H100), nominal=nominal)
-    QueueUsage.objects.create(queue=queue)
-    return queue
 
 
 def gates(pod: dict) -> list[str]:
@@ -364,3 +334,17 @@ def test_the_watch_cluster_process_streams_nodes_and_jobs_into_the_database(fake
         process.terminate()
         process.wait(timeout=20)
         log.close()
+
+
+def test_a_discovered_job_stays_as_its_owner_made_it_even_where_a_submitted_template_would_be_refused(fake, kubeconfig, nodes):
+    watch_once()
+    the_vision_queue()
+    training = a_training_job(pods=1, queue="vision-main", annotations={"gangway.dev/flavor": H100})
+    training["spec"]["template"]["spec"].update(hostNetwork=True, serviceAccountName="trainer")
+    fake.create("jobs", training)
+
+    watch_once()
+
+    job = Job.objects.get()
+    assert job.state == JobState.PENDING and job.pod_template is None, "managed, not rewritten or re-checked"
+    assert fake.get("jobs", training["metadata"]["namespace"], training["metadata"]["name"])["spec"]["template"]["spec"]["hostNetwork"] is True

@@ -111,7 +111,7 @@ def test_release_unsuspends_the_job_and_records_generation_and_placement(fake, c
     assert job["spec"]["suspend"] is False
     assert job["metadata"]["annotations"]["gangway.dev/admission-generation"] == "1"
     assert job["metadata"]["annotations"]["gangway.dev/job-id"] == "7"
-    assert json.loads(job["metadata"]["annotations"]["gangway.dev/placement"]) == {str(i): NODES[i] for i in range(4)}
+    assert json.loads(job["metadata"]["annotations"]["gangway.dev/placement"]) == {"main": {str(i): NODES[i] for i in range(4)}}
     assert job["spec"]["template"]["metadata"]["annotations"]["gangway.dev/admission-generation"] == "1"
     assert job["spec"]["template"]["metadata"]["labels"]["gangway.dev/managed"] == "true"
     assert gates(job["spec"]["template"]) == ["gangway.dev/admission"]
@@ -138,6 +138,19 @@ def test_gang_release_pins_each_pod_and_ungates_none_before_all_exist(fake, clus
     first_ungate = next(i for i, body in enumerate(patches) if "schedulingGates" in body["spec"])
     assert all("nodeSelector" in body["spec"] for body in patches[:first_ungate])
     assert all("schedulingGates" in body["spec"] for body in patches[first_ungate:])
+
+
+def test_a_job_released_with_the_flat_placement_of_earlier_versions_is_still_pinned(fake, cluster):
+    fake.create("jobs", a_training_job(pods=2))
+    cluster.release(GangRelease(WorkloadRef(7, 1, NS, "llama-70b"), placement_of(2)), now=0.0)
+    fake.modify("jobs", NS, "llama-70b", lambda job: job["metadata"]["annotations"].update(
+        {"gangway.dev/placement": json.dumps({"0": "gpu-003", "1": "gpu-004"})}))
+    for index in range(2):
+        fake.create_job_pod(NS, "llama-70b", index)
+
+    assert cluster.pin_gang(NS, "llama-70b")
+
+    assert sorted(p["spec"]["nodeSelector"]["kubernetes.io/hostname"] for p in job_pods(fake)) == ["gpu-003", "gpu-004"]
 
 
 def test_release_replayed_for_the_same_generation_changes_nothing(fake, cluster):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from k8s_builders import a_node, a_pod, a_training_job
+from k8s_builders import a_jobset, a_node, a_pod, a_pytorchjob, a_training_job
 from scheduling.cluster.base import GangRelease, WorkloadRef
 from scheduling.cluster.kubernetes import ClusterWatcher
 from scheduling.core.model import PodPlacement
@@ -174,4 +174,25 @@ def test_a_job_that_loses_its_queue_label_leaves_the_workloads(fake, watcher, re
     fake.modify("jobs", NS, "llama-70b", lambda job: job["metadata"]["labels"].pop("gangway.dev/queue"))
 
     eventually(lambda: recorder.workloads[-1] == [])
-    assert watcher.objects["jobs"] == {}
+    assert watcher.labelled_workloads()["Job"] == []
+
+
+def test_jobsets_and_pytorchjobs_stream_in_and_a_jobset_gang_is_released_on_its_last_pod_event(fake, cluster, watcher, recorder):
+    watcher.start()
+
+    fake.create("jobsets", a_jobset(roles=(("launcher", 1, 1, 0), ("workers", 1, 2, 8))))
+    fake.create("pytorchjobs", a_pytorchjob())
+    labelled = a_training_job("from-kueue", queue=None)
+    labelled["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "vision"
+    fake.create("jobs", labelled)
+    eventually(lambda: [(w.kind, w.name) for w in recorder.workloads[-1]] == [
+        ("PyTorchJob", "bert-ddp"), ("Job", "from-kueue"), ("JobSet", "llama-jobset")])
+
+    cluster.release(GangRelease(WorkloadRef(7, 1, NS, "llama-jobset", kind="JobSet"), (
+        PodPlacement("launcher", 0, "gpu-1"), PodPlacement("workers", 0, "gpu-1"), PodPlacement("workers", 1, "gpu-2"))), now=0.0)
+    fake.sync_jobset(NS, "llama-jobset")
+    names = [fake.create_job_pod(NS, child, index)["metadata"]["name"]
+             for child, index in (("llama-jobset-workers-0", 0), ("llama-jobset-workers-0", 1), ("llama-jobset-launcher-0", 0))]
+
+    eventually(lambda: [fake.get("pods", NS, n)["spec"].get("schedulingGates") for n in names] == [None, None, None])
+    eventually(lambda: [w.name for w in recorder.workloads[-1]] == ["bert-ddp", "from-kueue"])

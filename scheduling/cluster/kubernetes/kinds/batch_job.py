@@ -1,338 +1,98 @@
-"""The batch/v1 Job kind: discovery, release and pod pinning, suspension, status, and creation."""
+"""The batch/v1 Job kind: one Indexed Job is one pod set; and the Jobs Gangway creates for API submissions."""
 
 from __future__ import annotations
 
 import copy
-import json
-import logging
-from collections import defaultdict
-from datetime import datetime
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadStatus
+from scheduling.cluster.base import DiscoveredWorkload, WorkloadPhase, WorkloadRef
 from scheduling.core.model import PodSet
 
 from .. import pods as pod_util
-from ..api import ClusterError, ConflictError, KubeApi
+from ..api import ClusterError, ConflictError, KubeApi, ResourceRef
 from ..config import KubernetesSettings
 from ..names import (
-    ADMISSION_GATE, CHECKPOINT_INTERVAL_ANNOTATION, FLAVOR_ANNOTATION, GENERATION_ANNOTATION, GPU_RESOURCE,
-    HOSTNAME_LABEL, JOB_ID_ANNOTATION, JOB_NAME_LABEL, MANAGED_LABEL, PLACEMENT_ANNOTATION, PREEMPTIBLE_ANNOTATION,
-    PRIORITY_ANNOTATION, QUEUE_LABEL, RUNTIME_LIMIT_ANNOTATION, TOPOLOGY_PREFERRED_ANNOTATION,
-    TOPOLOGY_REQUIRED_ANNOTATION,
+    ADMISSION_GATE, CHECKPOINT_INTERVAL_ANNOTATION, FLAVOR_ANNOTATION, GPU_RESOURCE, JOB_ID_ANNOTATION, JOB_NAME_LABEL,
+    PREEMPTIBLE_ANNOTATION, PRIORITY_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_LABEL, RUNTIME_LIMIT_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION, TOPOLOGY_REQUIRED_ANNOTATION,
 )
+from . import common
 
-log = logging.getLogger(__name__)
+KIND, GROUP, VERSION, RESOURCE = "Job", "batch", "v1", "jobs"
+RESOURCE_REF = ResourceRef(GROUP, VERSION, RESOURCE)
 
 POD_SET = "main"
 """A Job has one pod template, hence one pod set; Kueue names it the same."""
-
-
-# --- reading a Job ------------------------------------------------------------------------------
-
-
-def _meta(job: Mapping) -> Mapping:
-    return job.get("metadata") or {}
-
-
-def _annotations(job: Mapping) -> Mapping[str, str]:
-    return _meta(job).get("annotations") or {}
-
-
-def key(job: Mapping) -> tuple[str, str]:
-    return _meta(job).get("namespace", ""), _meta(job)["name"]
 
 
 def is_suspended(job: Mapping) -> bool:
     return bool((job.get("spec") or {}).get("suspend"))
 
 
-def pod_count(job: Mapping) -> int:
-    spec = job.get("spec") or {}
-    parallelism = spec.get("parallelism")
+def job_pod_count(job_spec: Mapping) -> int:
+    """Pods an (Indexed) Job runs at once: its parallelism, never more than its completions."""
+    parallelism = job_spec.get("parallelism")
     parallelism = 1 if parallelism is None else int(parallelism)
-    completions = spec.get("completions")
-    # The controller never runs more pods at once than there are completions left.
+    completions = job_spec.get("completions")
     return min(parallelism, int(completions)) if completions is not None else parallelism
 
 
-def generation_of(job: Mapping) -> int:
-    try:
-        return int(_annotations(job).get(GENERATION_ANNOTATION) or 0)
-    except ValueError:
-        return 0
-
-
-def placement_of(job: Mapping) -> dict[int, str]:
-    """Completion index → node, as written at release."""
-    raw = _annotations(job).get(PLACEMENT_ANNOTATION)
-    if not raw:
-        return {}
-    try:
-        return {int(index): node for index, node in json.loads(raw).items()}
-    except (ValueError, AttributeError):
-        log.warning("job %s/%s: unreadable %s annotation %r", *key(job), PLACEMENT_ANNOTATION, raw)
-        return {}
-
-
-def _condition(job: Mapping, kind: str) -> bool:
-    conditions = (job.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
-
-
-def _int_annotation(job: Mapping, name: str) -> int | None:
-    raw = _annotations(job).get(name)
-    if raw in (None, ""):
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        log.warning("job %s/%s: ignoring %s=%r (not an integer)", *key(job), name, raw)
-        return None
-
-
-def _bool_annotation(job: Mapping, name: str, default: bool) -> bool:
-    raw = _annotations(job).get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in ("true", "yes", "1"):
-        return True
-    if value in ("false", "no", "0"):
-        return False
-    log.warning("job %s/%s: ignoring %s=%r (not a boolean)", *key(job), name, raw)
-    return default
-
-
-# --- discovery ----------------------------------------------------------------------------------
+def pod_sets(job: Mapping) -> dict[str, int]:
+    return {POD_SET: job_pod_count(job.get("spec") or {})}
 
 
 def discover(job: Mapping, settings: KubernetesSettings) -> DiscoveredWorkload | None:
     """A labelled, suspended, Indexed Job becomes a workload for Gangway; anything else is not ours."""
-    queue = (_meta(job).get("labels") or {}).get(QUEUE_LABEL)
     spec = job.get("spec") or {}
-    if not queue or not is_suspended(job):
+    if not common.queue_of(job) or not is_suspended(job):
         return None
     if spec.get("completionMode") != "Indexed":
         # Without completion indexes pods cannot be told apart, so they cannot be pinned one by one.
-        log.warning("job %s/%s has %s but is not Indexed: not managed", *key(job), QUEUE_LABEL)
+        common.log.warning("job %s/%s has a queue label but is not Indexed: not managed", *common.key(job))
         return None
     template_spec = (spec.get("template") or {}).get("spec") or {}
-    flavor = _annotations(job).get(FLAVOR_ANNOTATION) or (template_spec.get("nodeSelector") or {}).get(
-        settings.flavor_label, ""
-    )
-    namespace, name = key(job)
-    return DiscoveredWorkload(
-        namespace=namespace,
-        name=name,
-        queue=queue,
-        flavor=flavor,
-        pod_sets=(PodSet(name=POD_SET, count=pod_count(job), gpus_per_pod=pod_util.pod_spec_gpus(template_spec)),),
-        priority=_int_annotation(job, PRIORITY_ANNOTATION) or 0,
-        topology_required=_annotations(job).get(TOPOLOGY_REQUIRED_ANNOTATION) or None,
-        topology_preferred=_annotations(job).get(TOPOLOGY_PREFERRED_ANNOTATION) or None,
-        runtime_limit_s=_int_annotation(job, RUNTIME_LIMIT_ANNOTATION),
-        checkpoint_interval_s=_int_annotation(job, CHECKPOINT_INTERVAL_ANNOTATION),
-        is_preemptible=_bool_annotation(job, PREEMPTIBLE_ANNOTATION, True),
-        annotations={k: v for k, v in _annotations(job).items() if k.startswith("gangway.dev/")},
-        tolerations=tuple(
-            {"key": t.get("key") or "", "operator": t.get("operator") or "Equal", "value": t.get("value") or "", "effect": t.get("effect") or ""}
-            for t in template_spec.get("tolerations") or ()
-        ),
-        created_at=_timestamp(_meta(job).get("creationTimestamp")),
-    )
+    return common.workload_of(job, kind=KIND, roles=[(POD_SET, job_pod_count(spec), template_spec)], settings=settings)
 
 
-def _timestamp(value) -> float | None:
-    """An RFC 3339 time from the API ("2026-12-03T08:00:00Z") as epoch seconds; None if absent or unreadable."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def list_managed(api: KubeApi) -> list[dict]:
-    jobs, _ = api.list_jobs(label_selector=QUEUE_LABEL)
-    return jobs
-
-
-# --- release and pinning ------------------------------------------------------------------------
-
-
-def _placement_by_index(job: Mapping, release: GangRelease) -> dict[int, str]:
-    placement = {pod.index: pod.node for pod in release.placement}
-    missing = set(range(pod_count(job))) - set(placement)
-    if missing:
-        # Never release part of a gang: the pods without a node would wait gated forever.
-        raise ClusterError(
-            f"job {release.workload.namespace}/{release.workload.name}: placement has no node for "
-            f"completion indexes {sorted(missing)}"
-        )
-    return placement
-
-
-def release_patch(job: Mapping, release: GangRelease) -> dict | None:
-    """The patch that unsuspends `job` for this admission, or None when it was already applied."""
-    current = generation_of(job)
-    wanted = release.workload.generation
-    if current >= wanted:
-        # Applied already (perhaps by a worker that crashed before recording it), or superseded.
-        return None
-    if not is_suspended(job):
-        raise ClusterError(
-            f"job {release.workload.namespace}/{release.workload.name} still runs admission {current}; "
-            f"suspend it before releasing admission {wanted}"
-        )
-    placement = _placement_by_index(job, release)
+def release_patch(job: Mapping, generation: int) -> dict:
     template = (job.get("spec") or {}).get("template") or {}
-    gates = list((template.get("spec") or {}).get("schedulingGates") or ())
-    template_patch: dict = {
-        # Stamped on every pod, so leftovers of an earlier admission are never pinned or ungated.
-        "metadata": {"annotations": {GENERATION_ANNOTATION: str(wanted)}, "labels": {MANAGED_LABEL: "true"}},
-    }
-    if not any(gate.get("name") == ADMISSION_GATE for gate in gates):
-        # A user's Job without our gate would start its pods wherever the scheduler likes.
-        template_patch["spec"] = {"schedulingGates": [*gates, {"name": ADMISSION_GATE}]}
-    return {
-        "metadata": {
-            "resourceVersion": _meta(job).get("resourceVersion"),
-            "annotations": {
-                GENERATION_ANNOTATION: str(wanted),
-                PLACEMENT_ANNOTATION: json.dumps({str(i): node for i, node in sorted(placement.items())}),
-                JOB_ID_ANNOTATION: str(release.workload.job_id),
-            },
-        },
-        "spec": {"suspend": False, "template": template_patch},
-    }
+    return {"spec": {"suspend": False, "template": common.template_stamp_patch(template, generation)}}
 
 
-def release(api: KubeApi, release: GangRelease) -> None:
-    ref = release.workload
-
-    def attempt() -> None:
-        job = api.get_job(ref.namespace, ref.name)
-        if job is None:
-            raise ClusterError(f"job {ref.namespace}/{ref.name} (Gangway job {ref.job_id}) does not exist")
-        patch = release_patch(job, release)
-        if patch is not None:
-            api.patch_job(ref.namespace, ref.name, patch)
-
-    api.on_conflict_retry(f"release job {ref.namespace}/{ref.name}", attempt)
-    # The pods may already exist when this is a replay; pin them now rather than wait for a pod event.
-    pin(api, ref.namespace, ref.name)
+def evict_patch(job: Mapping) -> dict | None:
+    return None if is_suspended(job) else {"spec": {"suspend": True}}
 
 
-def _job_uid(job: Mapping) -> str | None:
-    return _meta(job).get("uid")
+def owner_of(pod: Mapping) -> str | None:
+    for owner in common.meta(pod).get("ownerReferences") or ():
+        if owner.get("kind") == KIND:
+            return owner.get("name")
+    return None
 
 
-def pin(api: KubeApi, namespace: str, name: str) -> bool:
-    """Pin the gang's gated pods to their nodes; ungate all of them once all exist. True when released."""
-    return api.on_conflict_retry(f"pin pods of job {namespace}/{name}", lambda: _pin_once(api, namespace, name))
-
-
-def _pin_once(api: KubeApi, namespace: str, name: str) -> bool:
-    job = api.get_job(namespace, name)
-    if job is None or is_suspended(job) or generation_of(job) == 0:
-        return False
-    generation = generation_of(job)
-    placement = placement_of(job)
-    pods, _ = api.list_pods(label_selector=f"{MANAGED_LABEL}", namespace=namespace)
-    owned = [pod for pod in pods if _owned_by(pod, job)]
-    gang = pod_util.gang_pods(owned, job_uid=_job_uid(job), generation=generation)
-
-    # 1. Pin: a gated pod's nodeSelector may still be extended, so each pod is bound to its node.
-    for index, pod in sorted(gang.items()):
-        node = placement.get(index)
-        if node is None or not pod_util.is_gated(pod) or pod_util.pinned_node(pod) == node:
-            continue
-        gang[index] = api.patch_pod(namespace, pod["metadata"]["name"], {
-            "metadata": {"resourceVersion": pod["metadata"].get("resourceVersion")},
-            "spec": {"nodeSelector": {HOSTNAME_LABEL: node}},
-        })
-
-    # 2. Ungate only when the whole gang exists and is pinned: a partly started gang holds GPUs idle.
-    count = pod_count(job)
-    if any(index not in gang for index in range(count)):
-        return False
-    if any(pod_util.is_gated(gang[i]) and pod_util.pinned_node(gang[i]) != placement.get(i) for i in range(count)):
-        return False
-    for index in range(count):
-        pod = gang[index]
-        if not pod_util.is_gated(pod):
-            continue
-        remaining = [g for g in pod["spec"].get("schedulingGates") or () if g.get("name") != ADMISSION_GATE]
-        api.patch_pod(namespace, pod["metadata"]["name"], {
-            "metadata": {"resourceVersion": pod["metadata"].get("resourceVersion")},
-            "spec": {"schedulingGates": remaining or None},
-        })
-    return True
-
-
-def _owned_by(pod: Mapping, job: Mapping) -> bool:
-    metadata = pod.get("metadata") or {}
+def gang_key(pod: Mapping, job: Mapping) -> tuple[str, int] | None:
+    metadata = common.meta(pod)
     owners = metadata.get("ownerReferences") or ()
     if owners:
-        return any(owner.get("uid") == _job_uid(job) for owner in owners)
-    # Without owner references (some fakes, some restores) fall back to the controller's label.
-    return (metadata.get("labels") or {}).get(JOB_NAME_LABEL) == _meta(job)["name"]
+        if not any(owner.get("uid") == common.uid(job) for owner in owners):
+            return None
+    elif (metadata.get("labels") or {}).get(JOB_NAME_LABEL) != common.meta(job)["name"]:
+        # Without owner references (some fakes, some restores) fall back to the controller's label.
+        return None
+    index = pod_util.completion_index(pod)
+    return None if index is None else (POD_SET, index)
 
 
-# --- suspension ---------------------------------------------------------------------------------
+def finished_phase(job: Mapping) -> WorkloadPhase | None:
+    if common.has_condition(job, "Complete"):
+        return WorkloadPhase.SUCCEEDED
+    if common.has_condition(job, "Failed"):
+        return WorkloadPhase.FAILED
+    return None
 
 
-def suspend(api: KubeApi, ref: WorkloadRef) -> None:
-    """Suspend the Job; its controller deletes the pods. A missing Job is already as stopped as it gets."""
-
-    def attempt() -> None:
-        job = api.get_job(ref.namespace, ref.name)
-        if job is None or is_suspended(job):
-            return
-        api.patch_job(ref.namespace, ref.name, {
-            "metadata": {"resourceVersion": _meta(job).get("resourceVersion")},
-            "spec": {"suspend": True},
-        })
-
-    api.on_conflict_retry(f"suspend job {ref.namespace}/{ref.name}", attempt)
-
-
-# --- status -------------------------------------------------------------------------------------
-
-
-def status(job: Mapping | None, pods: Iterable[Mapping], job_id: int) -> WorkloadStatus:
-    if job is None:
-        return WorkloadStatus(job_id=job_id, phase=WorkloadPhase.MISSING)
-    generation = generation_of(job)
-    if _condition(job, "Complete"):
-        return WorkloadStatus(job_id=job_id, phase=WorkloadPhase.SUCCEEDED, generation=generation)
-    if _condition(job, "Failed"):
-        return WorkloadStatus(job_id=job_id, phase=WorkloadPhase.FAILED, generation=generation)
-    if is_suspended(job):
-        return WorkloadStatus(job_id=job_id, phase=WorkloadPhase.SUSPENDED)
-    gang = pod_util.gang_pods(pods, job_uid=_job_uid(job), generation=generation)
-    ready = pod_util.ready_count(gang.values())
-    phase = WorkloadPhase.RUNNING if ready >= pod_count(job) else WorkloadPhase.STARTING
-    return WorkloadStatus(job_id=job_id, phase=phase, generation=generation, ready_pods=ready)
-
-
-def statuses(api: KubeApi, refs: Sequence[WorkloadRef]) -> dict[int, WorkloadStatus]:
-    """Two list calls whatever the number of workloads: every managed Job, every managed pod."""
-    if not refs:
-        return {}
-    jobs = {key(job): job for job in list_managed(api)}
-    pods, _ = api.list_pods(label_selector=MANAGED_LABEL)
-    pods_by_owner: dict[str, list[Mapping]] = defaultdict(list)
-    for pod in pods:
-        for owner in (pod.get("metadata") or {}).get("ownerReferences") or ():
-            pods_by_owner[owner.get("uid")].append(pod)
-    result = {}
-    for ref in refs:
-        job = jobs.get((ref.namespace, ref.name))
-        owned = pods_by_owner.get(_job_uid(job), []) if job else []
-        result[ref.job_id] = status(job, owned, ref.job_id)
-    return result
+def placement_of(job: Mapping) -> dict[tuple[str, int], str]:
+    return common.placement_of(job, single_pod_set=POD_SET)
 
 
 # --- creation from a Gangway submission ---------------------------------------------------------
@@ -354,6 +114,7 @@ def build_job(
     checkpoint_interval_s: int | None = None,
     is_preemptible: bool = True,
     job_id: int | None = None,
+    priority_class: str | None = None,
     backoff_limit: int = 0,
 ) -> dict:
     """A suspended, gated, Indexed Job running `pod_template` as the gang described by `pod_sets`."""
@@ -388,10 +149,11 @@ def build_job(
         JOB_ID_ANNOTATION: job_id,
     }
     annotations.update({k: str(v) for k, v in optional.items() if v not in (None, "")})
+    labels = {QUEUE_LABEL: queue, **({PRIORITY_CLASS_LABEL: priority_class} if priority_class else {})}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: queue}, "annotations": annotations},
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
         "spec": {
             "suspend": True,
             "completionMode": "Indexed",
@@ -407,10 +169,10 @@ def create(api: KubeApi, body: dict, *, job_id: int | None) -> WorkloadRef:
     """Create the Job; creating it again for the same Gangway job is a no-op (crash-safe)."""
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     try:
-        api.create_job(namespace, body)
+        api.create_object(RESOURCE_REF, namespace, body)
     except ConflictError:
-        existing = api.get_job(namespace, name)
-        owner = _annotations(existing or {}).get(JOB_ID_ANNOTATION)
+        existing = api.get_object(RESOURCE_REF, namespace, name)
+        owner = common.annotations(existing or {}).get(JOB_ID_ANNOTATION)
         if existing is None or job_id is None or owner != str(job_id):
             raise ClusterError(f"job {namespace}/{name} already exists and is not Gangway job {job_id}", status=409)
     return WorkloadRef(job_id=job_id or 0, generation=0, namespace=namespace, name=name)

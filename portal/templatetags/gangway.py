@@ -1,0 +1,96 @@
+"""Template helpers for one way of showing things everywhere: times with their zone (and relative where it helps),
+GPU counts with the right plural, and the URLs of vendored JavaScript."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django import template
+from django.templatetags.static import static
+from django.utils import timezone
+from django.utils.html import format_html
+
+from portal.staticfinders import vendored_path
+
+register = template.Library()
+TIME_FORMAT = "%b %d %H:%M:%S UTC"
+CLOCK_FORMAT = "%H:%M UTC"
+
+
+def _moment(value) -> dt.datetime | None:
+    """A datetime, an ISO 8601 string (as explanations store them) or epoch seconds, in UTC."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, (int, float)):
+        return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc)
+
+
+def _duration(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 60:
+        return "less than a minute"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        hours, minutes = divmod(round(seconds / 60), 60)
+        return f"{hours} h {minutes} min" if minutes and hours < 10 else f"{hours} h"
+    return f"{round(seconds / 86400)} days"
+
+
+@register.filter
+def when(value) -> str:
+    """`Dec 03 14:48:35 UTC` in a <time> element (the ISO value for machines)."""
+    moment = _moment(value)
+    if moment is None:
+        return "—"
+    return format_html('<time datetime="{}">{}</time>', moment.isoformat(), moment.strftime(TIME_FORMAT))
+
+
+@register.filter
+def relative(value, now=None) -> str:
+    """`in 16 min (at 13:31 UTC)` for the future, `3 min ago (14:48 UTC)` for the past."""
+    moment = _moment(value)
+    if moment is None:
+        return "—"
+    now = _moment(now) or timezone.now()
+    seconds = (moment - now).total_seconds()
+    clock = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
+    if abs(seconds) < 60:
+        text = "now" if seconds >= 0 else "just now"
+        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, clock)
+    shape = "in {} (at {})" if seconds > 0 else "{} ago ({})"
+    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), clock)
+
+
+@register.filter
+def duration(seconds) -> str:
+    return "—" if seconds in (None, "") else _duration(float(seconds)) if float(seconds) >= 60 else f"{int(float(seconds))} s"
+
+
+@register.filter
+def gpus(count, flavor: str = "") -> str:
+    """`1 GPU`, `8 GPUs`, `1,024 H100-80GB GPUs`."""
+    if count in (None, ""):
+        return "—"
+    number = float(count)
+    text = f"{int(number):,}" if number == int(number) else f"{number:,.1f}"
+    return f"{text} {flavor + ' ' if flavor else ''}GPU{'' if number == 1 else 's'}"
+
+
+@register.filter
+def plural(count, noun: str) -> str:
+    """`1 job`, `3 jobs` (nouns with a plain -s plural)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+@register.simple_tag
+def vendor(name: str) -> str:
+    return static(vendored_path(name))
