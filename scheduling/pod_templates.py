@@ -2,7 +2,7 @@
 
 Gangway's ServiceAccount creates the Job from the template, so anything the template may set, a researcher may
 set with Gangway's rights. The policy is an allowlist: containers with their image, command, arguments,
-environment, resources, ports and volume mounts; volumes of kinds that reach no further than the pod (emptyDir,
+environment, resources, ports and volume mounts; a nodeSelector (the flavor label, not a node); volumes of kinds that reach no further than the pod (emptyDir,
 a PersistentVolumeClaim, a ConfigMap); tolerations; labels and annotations outside `gangway.dev/`; and a
 security context that may only restrict. Everything else — privileged, added capabilities, host namespaces,
 hostPath, hostPort, serviceAccountName, nodeName, priorityClassName, … — is refused, naming the field.
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 RESERVED_PREFIX = "gangway.dev/"
 VOLUME_KINDS = ("emptyDir", "persistentVolumeClaim", "configMap")
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 NOT_ALLOWED = "not allowed in a pod template submitted through Gangway"
 
 Violation = tuple[str, str]
@@ -119,6 +120,14 @@ def _metadata_map(value, field: str) -> Iterator[Violation]:
             yield f"{field}.{key}", f"keys under {RESERVED_PREFIX} are Gangway's own"
 
 
+def _node_selector(value, field: str) -> Iterator[Violation]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        yield field, "must be an object of strings"
+        return
+    if HOSTNAME_LABEL in value:
+        yield f"{field}.{HOSTNAME_LABEL}", "Gangway chooses the nodes of a gang; select a flavor or a topology instead"
+
+
 def _quantities(value, field: str) -> Iterator[Violation]:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items()
@@ -194,6 +203,7 @@ SPEC = {
     "containers": _list_of(_fields(CONTAINER, required=("name", "image")), non_empty=True),
     "volumes": _list_of(_volume),
     "tolerations": _list_of(_fields(TOLERATION)),
+    "nodeSelector": _node_selector,
     "restartPolicy": _one_of("Never", "OnFailure"),
     "securityContext": _fields(POD_SECURITY),
 }

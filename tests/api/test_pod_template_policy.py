@@ -89,6 +89,8 @@ def field_of(path: str) -> str:
     """The error's field: `spec.containers.0.env.0.valueFrom` is refused at its `secretKeyRef`."""
     if path.endswith("env.0.valueFrom"):
         return f"pod_template.{path}.secretKeyRef"
+    if path == "spec.nodeSelector":
+        return "pod_template.spec.nodeSelector.kubernetes.io/hostname"
     return f"pod_template.{path}"
 
 
