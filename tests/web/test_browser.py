@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from scheduling.models import Job, PreemptionPlan, QueueQuota
+from scheduling.models import AuditRecord, Job, PreemptionPlan, QueueQuota
 from scheduling.services import admission_cycle_run
 
 pytestmark = pytest.mark.browser
@@ -80,7 +80,10 @@ def test_a_lead_submits_a_job_edits_a_quota_and_an_admin_approves_a_plan(page, o
     page.click("button:has-text('Log out')")
     login(page, "admin")
     page.goto("/preemptions/")
+    page.fill(f"input[aria-label='comment on approving plan {plan.pk}']", "deadline")
     page.click("button:has-text('Approve')")
+    page.click("dialog[open] button:has-text('Yes, preempt')")
     page.wait_for_selector(f"text=Plan {plan.pk} approved.")
+    assert AuditRecord.objects.get(action="preemption.approve").comment == "deadline"
     assert PreemptionPlan.objects.get(pk=plan.pk).status == "approved"
     assert job.pk
