@@ -112,7 +112,7 @@ class AuditQueryIn(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=200, required=False, default=50)
 
 
-class DecisionIn(StrictMixin, serializers.Serializer):
+class CommentIn(StrictMixin, serializers.Serializer):
     comment = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
 
 

@@ -130,6 +130,14 @@ class NodesView(ListAPIView):
         return selectors.node_list()
 
 
+class NodeCordonView(APIView):
+    @extend_schema(request=s.CommentIn, responses=s.NodeOut)
+    def post(self, request, name: str, is_cordoned: bool):
+        """Admins: no new gangs on the node (running ones stay), or allow them again; optional `comment`."""
+        node = services.node_cordon(actor=request.user, node_name=name, is_cordoned=is_cordoned, comment=_comment(request))
+        return Response(s.NodeOut(selectors.node_list().get(pk=node.pk)).data)
+
+
 class FleetView(APIView):
     @extend_schema(responses=s.FleetOut)
     def get(self, request):
@@ -167,14 +175,14 @@ class PreemptionsView(ListAPIView):
 
 
 class PreemptionApproveView(APIView):
-    @extend_schema(request=s.DecisionIn, responses=s.PreemptionOut)
+    @extend_schema(request=s.CommentIn, responses=s.PreemptionOut)
     def post(self, request, pk: int):
         plan = services.preemption_approve(actor=request.user, plan_id=pk, comment=_comment(request))
         return Response(s.PreemptionOut(selectors.preemption_list().get(pk=plan.pk)).data)
 
 
 class PreemptionRejectView(APIView):
-    @extend_schema(request=s.DecisionIn, responses=s.PreemptionOut)
+    @extend_schema(request=s.CommentIn, responses=s.PreemptionOut)
     def post(self, request, pk: int):
         plan = services.preemption_reject(actor=request.user, plan_id=pk, comment=_comment(request))
         return Response(s.PreemptionOut(selectors.preemption_list().get(pk=plan.pk)).data)
@@ -182,7 +190,7 @@ class PreemptionRejectView(APIView):
 
 def _comment(request) -> str:
     """The decision's optional comment; an empty body is no comment."""
-    return _valid(s.DecisionIn, request)["comment"] if request.data else ""
+    return _valid(s.CommentIn, request)["comment"] if request.data else ""
 
 
 class PriorityClassesView(APIView):

@@ -4,6 +4,7 @@ from scheduling.services.cluster import cluster_nodes_sync, cluster_workloads_sy
 from scheduling.services.fleet import fleet_sync
 from scheduling.services.jobs import job_cancel, job_submit
 from scheduling.services.org import team_create, team_update
+from scheduling.services.nodes import node_cordon
 from scheduling.services.preemption import preemption_approve, preemption_reject
 from scheduling.services.priority_classes import priority_class_create, priority_class_resolve, priority_class_update
 from scheduling.services.queues import queue_create, queue_update
@@ -18,6 +19,7 @@ __all__ = [
     "fleet_sync",
     "job_cancel",
     "job_submit",
+    "node_cordon",
     "preemption_approve",
     "preemption_reject",
     "priority_class_create",

@@ -87,3 +87,35 @@ def test_a_decision_with_an_unknown_field_is_refused_and_not_taken(client_as):
     assert response.status_code == 400 and "note" in response.json()
     plan.refresh_from_db()
     assert plan.status == PlanStatus.PROPOSED and not AuditRecord.objects.exists()
+
+
+@pytest.mark.parametrize("user, status", [("admin", 200), ("vision-lead", 403), ("vision-researcher", 403)])
+def test_only_admins_cordon_a_node_and_the_cordon_is_audited(client_as, user, status):
+    response = client_as(user).post("/api/v1/nodes/gpu-r1-n1/cordon/", {"comment": "ECC errors"}, format="json")
+    assert response.status_code == status
+    if status == 200:
+        assert response.json()["is_unschedulable"] is True
+        assert AuditRecord.objects.get().comment == "ECC errors"
+    else:
+        assert not AuditRecord.objects.exists()
+
+
+def test_a_cordoned_node_takes_no_new_gang(client_as):
+    from scheduling.services import admission_cycle_run
+
+    for rack in (1, 2):
+        for n in range(1, 5):
+            client_as("admin").post(f"/api/v1/nodes/gpu-r{rack}-n{n}/cordon/", format="json")
+    client_as("admin").post("/api/v1/nodes/gpu-r1-n1/uncordon/", format="json")
+    job_id = client_as("vision-researcher").post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 2, "gpus_per_pod": 8}]),
+                                                 format="json").json()["id"]
+    assert job_id not in admission_cycle_run().admitted
+    one = client_as("vision-researcher").post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}]),
+                                              format="json").json()["id"]
+    assert admission_cycle_run().admitted == [one]
+
+
+def test_cordoning_on_kubernetes_is_a_400_pointing_at_kubectl(client_as, settings):
+    settings.GANGWAY_CLUSTER = "kubernetes"
+    response = client_as("admin").post("/api/v1/nodes/gpu-r1-n1/cordon/", format="json")
+    assert response.status_code == 400 and "kubectl cordon" in response.json()["node"][0]

@@ -11,6 +11,7 @@ from scheduling.models.audit import AppendOnlyError
 from scheduling.services import (
     job_cancel,
     job_submit,
+    node_cordon,
     preemption_approve,
     preemption_reject,
     priority_class_create,
@@ -73,6 +74,11 @@ AUDITED = [
                  "admin", "priority_class.update", "priorityclass", None,
                  {"teams": None, "max_gpus_per_team": 64}, {"teams": ["vision"], "max_gpus_per_team": 32}, "",
                  id="a priority class's cap and teams"),
+    pytest.param(lambda org: node_cordon(actor=org["admin"], node_name="gpu-r1-n1", is_cordoned=True, comment="bad NVLink").name,
+                 "admin", "node.cordon", "node", None, {"is_cordoned": False}, {"is_cordoned": True}, "bad NVLink", id="a cordon"),
+    pytest.param(lambda org: node_cordon(actor=org["admin"], node_name="gpu-r1-n1", is_cordoned=True)
+                 and node_cordon(actor=org["admin"], node_name="gpu-r1-n1", is_cordoned=False).name,
+                 "admin", "node.uncordon", "node", None, {"is_cordoned": True}, {"is_cordoned": False}, "", id="an uncordon"),
 ]
 
 
@@ -109,6 +115,8 @@ REFUSED = [
                  id="a lead defines a priority class"),
     pytest.param(lambda org: priority_class_create(actor=org["admin"], name="huge", value=10**9), ValidationError,
                  id="a priority class value out of range"),
+    pytest.param(lambda org: node_cordon(actor=org["vision-lead"], node_name="gpu-r1-n1", is_cordoned=True), PermissionDenied,
+                 id="a lead cordons a node"),
 ]
 
 
@@ -122,6 +130,7 @@ def test_a_refused_change_leaves_no_record(org, change, error):
 def test_a_change_to_nothing_leaves_no_record(org):
     queue_update(actor=org["vision-lead"], queue_name="vision-main", weight=1.0, quotas={H100: {"nominal": 32}})
     team_update(actor=org["admin"], team_name="vision", allotments={H100: 32})
+    node_cordon(actor=org["admin"], node_name="gpu-r1-n1", is_cordoned=False)
     assert AuditRecord.objects.count() == 0
 
 
