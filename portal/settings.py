@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -45,6 +46,8 @@ if os.environ.get("SECURE_PROXY_SSL_HEADER"):
     _header, _, _value = os.environ["SECURE_PROXY_SSL_HEADER"].partition("=")
     SECURE_PROXY_SSL_HEADER = (_header.strip(), _value.strip() or "https")
 # Preloading (security.W021) commits the whole domain to HTTPS in browsers' built-in lists: the domain owner's call.
+# In-cluster scrapers speak plain HTTP to /metrics (it is token-protected).
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 INSTALLED_APPS = [
@@ -56,7 +59,9 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
+    "portal.accounts",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -76,7 +81,16 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Logins are rate limited (django-axes): AXES_FAILURE_LIMIT wrong passwords for one username from one address
+# lock that pair out for AXES_COOLOFF_MINUTES.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = dt.timedelta(minutes=float(os.environ.get("AXES_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
 
 ROOT_URLCONF = "portal.urls"
 WSGI_APPLICATION = "portal.wsgi.application"
@@ -114,7 +128,10 @@ if os.environ.get("GANGWAY_TEST_DB_NAME"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 6}},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -147,8 +164,14 @@ LOGOUT_REDIRECT_URL = "login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "portal.accounts.authentication.NamedTokenAuthentication",
     ],
+    # Per user (signed in) and per address (anonymous); a flood of bad tokens is limited in the authentication.
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle", "rest_framework.throttling.AnonRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": os.environ.get("GANGWAY_THROTTLE_USER", "1200/min"),
+        "anon": os.environ.get("GANGWAY_THROTTLE_ANON", "60/min"),
+    },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -160,12 +183,22 @@ REST_FRAMEWORK = {
 }
 GANGWAY_API_MAX_BODY_BYTES = int(os.environ.get("GANGWAY_API_MAX_BODY_BYTES", str(1024 * 1024)))
 GANGWAY_API_MAX_JSON_DEPTH = int(os.environ.get("GANGWAY_API_MAX_JSON_DEPTH", "32"))
+GANGWAY_BAD_TOKENS_PER_MINUTE = int(os.environ.get("GANGWAY_BAD_TOKENS_PER_MINUTE", "20"))
+KNOX_TOKEN_MODEL = "accounts.ApiToken"
+REST_KNOX = {"TOKEN_TTL": dt.timedelta(days=90), "AUTH_HEADER_PREFIX": "Token"}
+# Throttle counters, bad-token counts and login lockouts are shared by every web process through Redis when the
+# broker is Redis (its next database); the embedded setup keeps them per process.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+if os.environ.get("GANGWAY_CACHE_URL", "").startswith(("redis://", "rediss://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["GANGWAY_CACHE_URL"]}}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Gangway API",
     "DESCRIPTION": "Submit gangs, manage teams, queues and quotas, inspect the fleet and preemption plans.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and docs describe every endpoint: for signed-in users only, like the API itself.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -196,7 +229,9 @@ GANGWAY_FLEET = os.environ.get("GANGWAY_FLEET", "")
 GANGWAY_RECONCILE_INTERVAL_S = float(os.environ.get("GANGWAY_RECONCILE_INTERVAL_S", "5"))
 GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
-GANGWAY_RECONCILE_LOCK_TIMEOUT_S = int(os.environ.get("GANGWAY_RECONCILE_LOCK_TIMEOUT_S", "60"))
+GANGWAY_RECONCILE_LOCK_LEASE_S = float(os.environ.get("GANGWAY_RECONCILE_LOCK_LEASE_S", "6"))
+"""The reconcile lock is a lease its holder renews every third of this while the pass runs: a killed holder
+stalls admissions for at most this long."""
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
 GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(8 * 24 * 3600)))
 GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTION_S", str(3 * 3600)))
@@ -207,6 +242,8 @@ GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "3
 GANGWAY_ESTIMATE_INTERVAL_S = float(os.environ.get("GANGWAY_ESTIMATE_INTERVAL_S", "300"))
 GANGWAY_ESTIMATE_HORIZON_S = float(os.environ.get("GANGWAY_ESTIMATE_HORIZON_S", str(7 * 24 * 3600)))
 GANGWAY_PROMETHEUS_URL = os.environ.get("GANGWAY_PROMETHEUS_URL", "")
+GANGWAY_METRICS_TOKEN = os.environ.get("GANGWAY_METRICS_TOKEN", "")
+"""Bearer token of the Prometheus scraper for /metrics (unset: /metrics is off)."""
 GANGWAY_DEMO = env_bool("GANGWAY_DEMO", False)
 """The demo (`./dev demo`): the login page shows the demo logins."""
 GANGWAY_NAMESPACE = os.environ.get("GANGWAY_NAMESPACE", "default")

@@ -1,5 +1,7 @@
 """Whitenoise, preferring what collectstatic wrote (with its .gz/.br siblings) over the finders' uncompressed originals:
-plotly.js is 4.8 MB as shipped and about 1.4 MB gzipped. Finders still serve whatever was never collected (tests, a fresh clone)."""
+plotly.js is 4.8 MB as shipped and 1.47 MB gzipped. Finders still serve whatever was never collected (tests, a fresh
+clone). In development (autorefresh) only the versioned vendor files come from STATIC_ROOT first — they never change
+under their name — so edits to our own CSS and JS show without running collectstatic again."""
 
 from __future__ import annotations
 
@@ -14,5 +16,6 @@ class CollectedFirstWhiteNoiseMiddleware(WhiteNoiseMiddleware):
         self.files.update(collected)
 
     def candidate_paths_for_url(self, url):
-        yield from WhiteNoise.candidate_paths_for_url(self, url)  # STATIC_ROOT
+        if self.immutable_file_test("", url):
+            yield from WhiteNoise.candidate_paths_for_url(self, url)  # STATIC_ROOT
         yield from super().candidate_paths_for_url(url)

@@ -56,6 +56,7 @@ JOB_FIELDS = (
     "backoff_until",
     "preempted_by_id",
     "priority_class__name",
+    "attained_gpu_s",
     "admission_generation",
 )
 
@@ -155,6 +156,7 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
                 backoff_until=_epoch(row["backoff_until"]),
                 preempted_by=row["preempted_by_id"],
                 priority_class=row["priority_class__name"],
+                attained_gpu_s=row["attained_gpu_s"],
             )
         )
     return jobs

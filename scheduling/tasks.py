@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 
 from celery import shared_task
 from django.conf import settings
@@ -15,35 +17,58 @@ from scheduling.services.usage import usage_collect
 from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
+logger = logging.getLogger("scheduling.tasks")
 
 
 @contextlib.contextmanager
 def reconcile_lock(key: str = LOCK_KEY):
-    """Yield True when this process holds the pass. On Redis: a lock taken without blocking; on the
-    embedded broker the database row lock inside the pass serialises concurrent runs."""
+    """Yield True when this process holds the pass. On Redis: a lease taken without blocking, renewed by a
+    heartbeat while the pass runs, so a holder that dies (SIGKILL) frees it within GANGWAY_RECONCILE_LOCK_LEASE_S;
+    on the embedded broker the database row lock inside the pass serialises concurrent runs."""
     broker = settings.CELERY_BROKER_URL
     if not broker.startswith(("redis://", "rediss://")):
         yield True
         return
     import redis
 
+    lease_s = settings.GANGWAY_RECONCILE_LOCK_LEASE_S
     client = redis.Redis.from_url(broker)
-    lock = client.lock(key, timeout=settings.GANGWAY_RECONCILE_LOCK_TIMEOUT_S, blocking=False)
+    lock = client.lock(key, timeout=lease_s, blocking=False, thread_local=False)  # the heartbeat thread renews it
     acquired = lock.acquire(blocking=False)
+    if not acquired:
+        yield False
+        return
+    done = threading.Event()
+    heartbeat = threading.Thread(target=_renew, args=(lock, lease_s, done), name=f"lease {key}", daemon=True)
+    heartbeat.start()
     try:
-        yield acquired
+        yield True
     finally:
-        if acquired:
-            with contextlib.suppress(Exception):
-                lock.release()
+        done.set()
+        heartbeat.join()
+        with contextlib.suppress(Exception):
+            lock.release()
+
+
+def _renew(lock, lease_s: float, done: threading.Event) -> None:
+    """Extend the lease to a full `lease_s` every third of it until the pass is done."""
+    while not done.wait(lease_s / 3):
+        try:
+            lock.reacquire()
+        except Exception:  # noqa: BLE001 - lost (expired or Redis down): the database row lock still serialises passes
+            logger.warning("reconcile lock %s: renewing the lease failed", lock.name, exc_info=True)
 
 
 @shared_task(name="scheduling.tasks.reconcile", ignore_result=True)
-def reconcile() -> dict:
+def reconcile(after_write: bool = False) -> dict:
+    """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
+    start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
     with reconcile_lock() as acquired:
         if not acquired:
             return {"skipped": True}
         result = admission_cycle_run()
+    if after_write or result.admitted or result.finished or result.preempted or result.evicted:
+        refresh_estimates.delay()
     return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}
 
 

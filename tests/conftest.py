@@ -26,6 +26,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Throttle counters, bad-token counts and login lockouts live in the cache: none carry over between tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _no_reconcile_on_write(settings):
     """Tests run reconcile passes explicitly; no broker needed."""
     settings.GANGWAY_RECONCILE_ON_WRITE = False

@@ -229,12 +229,12 @@ class JobDetailOut(JobOut):
         return job_explanation_get(job=job)
 
     events = JobEventOut(many=True, source="events.all")
-    workload = serializers.SerializerMethodField(help_text="The gang's batch/v1 Job in a Kubernetes cluster, if any.")
+    workload = serializers.SerializerMethodField(help_text="The gang's workload (Job, JobSet, PyTorchJob) in a Kubernetes cluster, if any.")
 
     def get_workload(self, job) -> dict | None:
         if not job.cluster_name or not job.is_visible_in_full:
             return None
-        return {"namespace": job.cluster_namespace, "name": job.cluster_name}
+        return {"kind": job.cluster_kind, "namespace": job.cluster_namespace, "name": job.cluster_name}
 
 
 class NodeOut(serializers.Serializer):

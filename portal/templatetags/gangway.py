@@ -94,3 +94,9 @@ def plural(count, noun: str) -> str:
 @register.simple_tag
 def vendor(name: str) -> str:
     return static(vendored_path(name))
+
+
+@register.filter
+def words(value) -> str:
+    """`raise_quota` → `raise quota`: machine-readable names as people read them."""
+    return str(value).replace("_", " ")

@@ -20,6 +20,7 @@ urlpatterns = [
     path("teams/<slug:name>/allotments/<str:flavor>/", views.team_allotment_edit, name="team-allotment-edit"),
     path("teams/<slug:name>/allotments/<str:flavor>/preview/", views.team_allotment_preview, name="team-allotment-preview"),
     path("preemptions/", views.preemption_list, name="preemption-list"),
+    path("history/", views.history, name="history"),
     path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
     path("audit/", views.audit_list, name="audit-list"),
 ]

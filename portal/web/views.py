@@ -17,6 +17,8 @@ from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import AuditAction, FleetSettings, Flavor, Job, PreemptionPlan, Queue, Role, Team
 from scheduling.permissions import can_cancel_job, can_edit_team_queues, can_read_audit, is_admin, team_ids_of
+from scheduling.selectors.glance import queue_glance
+from scheduling.selectors.history import queue_history
 from scheduling.selectors.preemption import PLAN_VIEWS
 from scheduling.selectors.usage import GROUPINGS, WINDOWS
 from scheduling.selectors.explanations import job_explanation_get
@@ -178,15 +180,21 @@ def fleet(request):
 @login_required
 def queue_list(request):
     queues = selectors.queue_list()
+    idle_gpus: dict[str, int] = {}
+    for allocation in selectors.idle_allocations(user=request.user):
+        idle_gpus[allocation.queue] = idle_gpus.get(allocation.queue, 0) + allocation.gpus
     for queue in queues:
         queue.can_edit = can_edit_team_queues(request.user, queue.team_id)
+        queue.idle_gpus = idle_gpus.get(queue.name, 0)
         usage = getattr(queue, "usage", None)
         queue.usage_gpu_hours = usage.usage_gpu_s / 3600 if usage else None
         queue.quota_rows = [
             {"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0)} for quota in queue.quotas.all()
         ]
+    glances, borrowing = queue_glance(user=request.user)
     return render(request, "web/queue_list.html", {
         "queues": queues, "allotments": selectors.allotment_rows(), "is_admin": is_admin(request.user),
+        "glances": glances, "borrowing": borrowing,
     })
 
 
@@ -323,3 +331,19 @@ def audit_list(request):
         "teams": list(teams), "actions": [a.value for a in AuditAction], "actors": selectors.audit_actors(user=request.user),
         "is_admin": is_admin(request.user),
     })
+
+
+@login_required
+def history(request):
+    """Waits, admissions and preemptions per queue and day over the last week, from job events."""
+    rows = queue_history(days=7)
+    days = sorted({row.day for row in rows})
+    series: dict[str, dict[str, list]] = {}
+    for row in rows:
+        queue = series.setdefault(row.queue, {k: [None] * len(days) for k in ("p50_min", "p95_min", "admissions", "preemptions")})
+        i = days.index(row.day)
+        queue["p50_min"][i] = None if row.p50_wait_s is None else round(row.p50_wait_s / 60, 1)
+        queue["p95_min"][i] = None if row.p95_wait_s is None else round(row.p95_wait_s / 60, 1)
+        queue["admissions"][i], queue["preemptions"][i] = row.admissions, row.preemptions
+    chart = {"days": [d.isoformat() for d in days], "queues": series}
+    return render(request, "web/history.html", {"rows": rows, "chart": chart})

@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass, field
 
 from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
     Admission,
     CycleResult,
@@ -19,6 +20,7 @@ from scheduling.core.model import (
     Snapshot,
     Verdict,
 )
+from scheduling.core.payoff import unpaid_preemption
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
@@ -94,15 +96,16 @@ class _Cycle:
         for job in self.snapshot.pending:
             self.by_queue.setdefault(job.queue, []).append(job)
         for jobs in self.by_queue.values():
-            sort_queue(jobs)
+            sort_queue(jobs, self.config.service_levels_gpu_h)
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
         """Yield queue names lowest share first, re-ranking a queue after each of its admissions."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
+        levels = self.config.service_levels_gpu_h
         heap = [
-            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0]), name)
+            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0], levels), name)
             for name in self.by_queue
             if name in queues
         ]
@@ -119,7 +122,7 @@ class _Cycle:
             jobs = self.by_queue[name]
             if self.last_admitted and self.cursor[name] < len(jobs):
                 head = jobs[self.cursor[name]]
-                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head), name))
+                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels), name))
 
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
@@ -237,13 +240,22 @@ class _Cycle:
         queue = self.snapshot.queues[job.queue]
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return reason, message
+        awaiting = self.snapshot.awaiting_plans.get(job.id)
+        if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
+            return reason, message
         candidates = candidate_victims(
             job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
         )
-        planned = self.plan_or_keep(job, reason, candidates) if candidates else None
+        candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
+                                            protected=self.protected, already=candidates)
+        planned = self.plan_or_keep(job, reason, candidates, awaiting) if candidates else None
         if planned is None:
             return reason, message
         plan = planned.plan
+        if self.config.preempt_only_when_it_pays:
+            unpaid = unpaid_preemption(plan, job, [self.holding[v.job_id] for v in plan.victims], self.snapshot.now)
+            if unpaid is not None:
+                return reason, f"{message}; {unpaid}"
         self.preemptions.append(planned)
         if planned.needs_approval:
             return (
@@ -264,10 +276,11 @@ class _Cycle:
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
         return None
 
-    def plan_or_keep(self, job: Job, reason: PendingReason, candidates: list[Job]) -> PlannedPreemption | None:
+    def plan_or_keep(
+        self, job: Job, reason: PendingReason, candidates: list[Job], awaiting: PlannedPreemption | None
+    ) -> PlannedPreemption | None:
         """The head's plan: the one awaiting an admin while the state it was planned on holds (that costs
         no planning budget, so the heads behind it get their turn), else a new one while the budget lasts."""
-        awaiting = self.snapshot.awaiting_plans.get(job.id)
         approved = self.snapshot.approved_preemptions.get(job.id)
         is_still_proposable = (
             awaiting is not None

@@ -57,6 +57,9 @@ MAX_DEFRAG_DOMAINS = 8
 MAX_PREEMPTION_PLANS = 4
 """Preemption plans per explanation pass: the expensive fix (~0.1 s each at 1,250 nodes). Queue heads are
 explained first, so the plans go to the jobs that may preempt next; other shapes list no preempt fix."""
+MAX_RESHAPES = 16
+"""Explanations per pass that also try a changed request (a smaller gang, no topology requirement, another flavor):
+a few placements each, spent on the queue heads explained first."""
 
 
 class Level:
@@ -89,6 +92,9 @@ class Action:
     DEFRAGMENT = "defragment"
     PREEMPT = "preempt"
     LOWER_CLASS = "lower_class"
+    SHRINK = "shrink"
+    RELAX_TOPOLOGY = "relax_topology"
+    OTHER_FLAVOR = "other_flavor"
 
 
 # --- the facts of each level ------------------------------------------------------------------------
@@ -212,10 +218,13 @@ class Explanation:
     never_fits: bool = False
     """Waiting alone will never start it (more than the quota or the fleet can ever give)."""
     estimated_start: float | None = None
+    headline: str = ""
+    """The first sentence a researcher reads: the conclusion in plain words, before the facts with their numbers."""
 
     def to_dict(self) -> dict:
         return {
             "blocking": self.blocking,
+            "headline": self.headline,
             "summary": self.summary,
             "quota": _quota_dict(self.quota),
             "fit": _fit_dict(self.fit) if self.fit else None,
@@ -317,6 +326,7 @@ class Explainer:
         self.protected = set(protected)
         self.plans = {p.plan.job_id: p for p in plans}
         self.preemption_budget = max_preemption_plans
+        self.reshape_budget = MAX_RESHAPES
         self._relaxed: dict[str, FleetState] = {}
         self._jobs_on_node: list[list[Job]] | None = None
         self._cache: dict[tuple, Explanation] = {}
@@ -393,7 +403,8 @@ class Explainer:
         never = self._never_fits(job, queue)
         fixes = self._fixes(job, queue, blocking, quota, fit, nodes, health, never, verdict)
         summary = class_cap or self._summary(job, blocking, quota, fit, nodes, health, order, never)
-        return Explanation(blocking, summary, quota, fit, nodes, health, fixes, order=order, never_fits=never)
+        headline = self._headline(job, queue, blocking, quota, fit, nodes, health, order, never, fixes)
+        return Explanation(blocking, summary, quota, fit, nodes, health, fixes, order=order, never_fits=never, headline=headline)
 
     # -- 1 quota ----------------------------------------------------------------------------------
 
@@ -419,10 +430,13 @@ class Explainer:
         if len(borrowers) > 3:
             who += ", …"
         if check.limit == QuotaLimit.LENT_OUT:
+            reclaimable = self._reclaimable_gpus(borrowers, job.flavor)
+            how = ("and reclaimable by preemption" if reclaimable >= check.short_by else
+                   f"but only {reclaimable} of it is reclaimable by preemption (non-preemptible jobs hold the rest)")
             message = (
                 f"needs {check.requested} {job.flavor} GPUs within queue {job.queue}'s nominal quota {check.nominal} "
                 f"({check.used} in use, {unused_nominal} unused); {lent_out} of it is lent out to the cohort "
-                f"({who}) and reclaimable by preemption → {check.short_by} short now"
+                f"({who}) {how} → {check.short_by} short now"
             )
         elif check.limit == QuotaLimit.COHORT_EXHAUSTED and lent_out:
             beyond = check.used + check.requested - check.nominal
@@ -446,6 +460,16 @@ class Explainer:
             cohort=queue.cohort, cohort_can_lend=check.cohort_can_lend, room=check.room, short_by=check.short_by,
             lent_out=lent_out, borrowers=borrowers, message=message,
         )
+
+    def _reclaimable_gpus(self, borrowers: tuple[tuple[str, int], ...], flavor: str) -> int:
+        """GPUs the borrowing queues hold with preemptible jobs, up to what each borrows: what reclaiming can free.
+        (Non-preemptible jobs never borrow; ones admitted before that rule may still hold lent quota.)"""
+        borrowed = dict(borrowers)
+        preemptible: dict[str, int] = {}
+        for other in self.snapshot.admitted:
+            if other.queue in borrowed and other.flavor == flavor and other.is_preemptible:
+                preemptible[other.queue] = preemptible.get(other.queue, 0) + other.gpus
+        return sum(min(gpus, preemptible.get(name, 0)) for name, gpus in borrowed.items())
 
     def _borrowers(self, queue: Queue, flavor: str) -> tuple[tuple[str, int], ...]:
         if queue.cohort is None:
@@ -613,8 +637,8 @@ class Explainer:
         quota = queue.quotas.get(job.flavor)
         if quota is None:
             return True
-        if queue.cohort is None:
-            ceiling = quota.nominal
+        if queue.cohort is None or not job.is_preemptible:
+            ceiling = quota.nominal  # a non-preemptible job never borrows
         else:
             pool = self.ledger.pool_size.get((cohort_of(queue), job.flavor), 0)
             reachable = quota.nominal - lendable(quota) + pool
@@ -659,6 +683,7 @@ class Explainer:
             preempt = self._preempt(job, queue, blocking, verdict)
             if preempt is not None:
                 fixes.append(preempt)
+            fixes.extend(self._reshape_fixes(job, queue, blocking))
         ranked = sorted(enumerate(fixes), key=lambda item: (item[1].cost_gpu_hours, len(item[1].teams_affected), item[0]))
         return tuple(fix for _, fix in ranked)
 
@@ -679,6 +704,12 @@ class Explainer:
                     f"{flavor_quota.borrowing_limit} to {new_limit}: the cohort {queue.cohort} can lend it now "
                     f"(idle quota of {', '.join(lenders) or 'the cohort'}, reclaimable by its owners)",
                 ))
+        elif quota.limit == QuotaLimit.NOT_PREEMPTIBLE:
+            fixes.append(Fix(
+                Action.RAISE_QUOTA, 0.0, (), False,
+                f"a lead of team {queue.team} raises queue {queue.name}'s {job.flavor} nominal quota by at least "
+                f"{max(quota.short_by, 1)} (within the team's allotment); or resubmit the job preemptible, so it may borrow",
+            ))
         elif quota.limit in (QuotaLimit.NOMINAL, QuotaLimit.NO_QUOTA):
             fixes.append(Fix(
                 Action.RAISE_QUOTA, 0.0, (), False,
@@ -686,6 +717,54 @@ class Explainer:
                 f"{max(quota.short_by, 1)} (within the team's allotment), or joins a cohort to borrow",
             ))
         return fixes
+
+    def _reshape_fixes(self, job: Job, queue: Queue, blocking: str) -> list[Fix]:
+        """Changes to the request that start it now, paid for by the job alone: fewer pods, no topology
+        requirement, another flavor. Each must pass the quota check and place on the real fleet."""
+        if self.reshape_budget <= 0:
+            return []
+        self.reshape_budget -= 1
+        fixes = []
+        if job.topology.required and blocking == Level.FIT:
+            relaxed = replace(job, topology=type(job.topology)(None, job.topology.preferred or job.topology.required))
+            if self._starts_now(relaxed):
+                fixes.append(Fix(
+                    Action.RELAX_TOPOLOGY, 0.0, (), False,
+                    f"drop the requirement that all pods share one {job.topology.required} (keep it as a preference): the "
+                    f"gang fits across {job.topology.required}s now; the job pays with slower links between some ranks",
+                ))
+        smaller = self._largest_gang_now(job)
+        if smaller is not None:
+            pod_set = smaller.pod_sets[-1]
+            fixes.append(Fix(
+                Action.SHRINK, 0.0, (), False,
+                f"shrink {pod_set.name} to {pod_set.count} pods ({smaller.gpus} GPUs, {job.gpus - smaller.gpus} fewer): that "
+                f"gang fits quota and placement now; the job pays with fewer ranks and a longer run",
+            ))
+        for flavor in sorted({n.flavor for n in self.fleet.nodes} - {job.flavor}):
+            other = replace(job, flavor=flavor)
+            if other.flavor in (self.snapshot.queues[job.queue].quotas if job.queue in self.snapshot.queues else {}) and self._starts_now(other):
+                fixes.append(Fix(
+                    Action.OTHER_FLAVOR, 0.0, (), False,
+                    f"resubmit on {flavor}: queue {queue.name} has quota and the fleet has room for the whole gang there now",
+                ))
+        return fixes
+
+    def _starts_now(self, job: Job) -> bool:
+        return self.ledger.check(job).fits and self._fits(job, "actual")
+
+    def _largest_gang_now(self, job: Job) -> Job | None:
+        """The job with its last pod set cut to the most pods that start now (a bisection), if at least one does."""
+        last = job.pod_sets[-1]
+        low, high, best = 1, last.count - 1, None
+        while low <= high:
+            count = (low + high) // 2
+            candidate = replace(job, pod_sets=(*job.pod_sets[:-1], last._replace(count=count)))
+            if self._starts_now(candidate):
+                best, low = candidate, count + 1
+            else:
+                high = count - 1
+        return best
 
     def _lenders(self, queue: Queue, flavor: str) -> list[str]:
         cohort = cohort_of(queue)
@@ -876,6 +955,60 @@ class Explainer:
         if never:
             text += " (waiting alone will never start it)"
         return text
+
+    def _headline(self, job: Job, queue: Queue, blocking, quota: QuotaFacts, fit: FitFacts, nodes: NodeFacts,
+                  health: HealthFacts, order: str, never: bool, fixes: tuple[Fix, ...]) -> str:
+        """The conclusion first, in words a researcher uses; the levels below keep the arithmetic."""
+        preempt = next((f for f in fixes if f.action == Action.PREEMPT), None)
+        by_admin = "which needs an admin" if preempt is not None and preempt.needs_approval else "which Gangway does by itself"
+        flavor = job.flavor
+        if blocking == Level.QUOTA and quota.limit == QuotaLimit.LENT_OUT:
+            teams = {self.snapshot.queues[name].team for name, _ in quota.borrowers if name in self.snapshot.queues} - {queue.team}
+            text = f"Team {queue.team}'s {flavor} quota is lent to {_count(len(teams), 'other team')}"
+            if preempt is not None:
+                text += f"; Gangway can take {quota.short_by} GPUs back by preempting {_count(len(preempt.jobs), 'job')}, {by_admin}"
+            else:
+                text += "; it comes back as their jobs end"
+            preempt = None
+        elif blocking == Level.QUOTA and quota.limit == QuotaLimit.NO_QUOTA:
+            text = f"Queue {job.queue} has no {flavor} quota"
+        elif blocking == Level.QUOTA and quota.limit == QuotaLimit.NOMINAL:
+            text = (f"Queue {job.queue} has {_count(max(0, quota.nominal - quota.used), 'free ' + flavor + ' GPU')} of its "
+                    f"{quota.nominal} and this job needs {quota.requested}")
+        elif blocking == Level.QUOTA and quota.limit == QuotaLimit.BORROWING_LIMIT:
+            text = f"Starting it would take queue {job.queue} past its {flavor} borrowing limit of {quota.borrowing_limit} GPUs"
+        elif blocking == Level.QUOTA:
+            text = f"Queue {job.queue} has used its {flavor} quota and the cohort has {quota.cohort_can_lend} GPUs left to lend"
+        elif blocking == Level.FIT and fit.fragmentation.is_fragmented and fit.whole_free_nodes < fit.whole_nodes_needed:
+            text = (f"There are {fit.free_gpus} free {flavor} GPUs, but scattered: the gang needs "
+                    f"{_count(fit.whole_nodes_needed, 'whole node')} and {fit.whole_free_nodes} are free")
+        elif blocking == Level.FIT and fit.required_level and fit.free_gpus >= fit.needed_gpus:
+            largest = fit.largest_domain.free_gpus if fit.largest_domain else 0
+            text = (f"No single {fit.required_level} has room for the gang: it needs {fit.needed_gpus} GPUs in one "
+                    f"{fit.required_level}, the roomiest has {largest} free")
+        elif blocking == Level.FIT:
+            text = f"The fleet has {fit.free_gpus} free {flavor} GPUs and this job needs {fit.needed_gpus}"
+        elif blocking == Level.NODES:
+            text = f"No node can take one of its {nodes.pod_gpus}-GPU pods right now ({nodes.eligible} of {nodes.total} could)"
+        elif blocking == Level.HEALTH:
+            text = f"It would fit if every GPU were healthy: {_count(health.count, 'node')} report missing GPUs"
+        elif blocking == Level.PRIORITY_CLASS:
+            text = (f"Team {queue.team} already runs as many GPUs at priority class {job.priority_class} as a team may; "
+                    f"it starts as those jobs end, or sooner at a lower class")
+        elif blocking == Level.ORDER:
+            text = f"It fits now but waits its turn: {order}"
+        else:
+            return "It fits now and starts on the next pass."
+        if preempt is not None:
+            text += f"; Gangway can make room by preempting {_count(len(preempt.jobs), 'job')}, {by_admin}"
+        if never:
+            text += "; waiting alone will never start it"
+        return text + "."
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 job`, `3 jobs`; `1 free GPU`, `2 free GPUs` (the last word takes the plural)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 _job_id = operator.attrgetter("id")

@@ -14,8 +14,10 @@ so a queue within its quota (share 0) goes before any borrower, and among borrow
 goes first. Ties, which are the rule when nobody borrows, are broken first by usage history: GPU-seconds
 used, decayed with a half-life (Slurm's PriorityDecayHalfLife, default 7 days), divided by the
 weight, so a team that held the fleet last week waits behind one that did not; then by the
-queues' head jobs (higher priority, then earlier submission), so equal queues interleave FIFO. Within a queue:
-higher priority first, then earlier submission, then the lower job id.
+queues' head jobs (higher priority, then less attained service, then earlier submission), so equal
+queues interleave FIFO. Within a queue: higher priority first, then the lower attained-service level
+(core.attained; a job preempted after a long run goes behind the fresh ones), then earlier
+submission, then the lower job id.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import math
 import operator
 
+from scheduling.core.attained import service_level
 from scheduling.core.model import Job, Queue
 from scheduling.core.quota import QuotaLedger, cohort_of
 
@@ -54,26 +57,34 @@ def dominant_share(queue: Queue, ledger: QuotaLedger) -> float:
     return share / max(queue.weight, 1e-9)
 
 
-def queue_order_key(queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job) -> tuple:
-    """Lowest first: share, then faded history, then the head job's priority and age (FIFO across queues)."""
+def queue_order_key(
+    queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = ()
+) -> tuple:
+    """Lowest first: share, then faded history, then the head job's priority, service level and age."""
     return (
         dominant_share(queue, ledger),
         historical_usage / max(queue.weight, 1e-9),
         -head.priority,
+        service_level(head.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0,
         head.submitted_at,
         queue.name,
     )
 
 
-def job_order_key(job: Job) -> tuple:
-    return (-job.priority, job.submitted_at, job.id)
+def job_order_key(job: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:
+    """A pending job's place in its queue (its attained service is that of its earlier runs)."""
+    level = service_level(job.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0
+    return (-job.priority, level, job.submitted_at, job.id)
 
 
 _by_age = operator.attrgetter("submitted_at", "id")
 _by_priority = operator.attrgetter("priority")
 
 
-def sort_queue(jobs: list[Job]) -> None:
-    """In place, by job_order_key; two stable C-level sorts, as this runs over every pending job."""
+def sort_queue(jobs: list[Job], levels_gpu_h: tuple[float, ...] = ()) -> None:
+    """In place, by job_order_key; stable C-level sorts, as this runs over every pending job. Only
+    jobs that ran before have a service level above 0, so the level sort runs only when one did."""
     jobs.sort(key=_by_age)
+    if levels_gpu_h and any(job.attained_gpu_s for job in jobs):
+        jobs.sort(key=lambda job: service_level(job.attained_gpu_s, levels_gpu_h))
     jobs.sort(key=_by_priority, reverse=True)

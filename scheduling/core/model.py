@@ -158,6 +158,8 @@ class Job:
     backoff_until: float | None = None
     preempted_by: int | None = None
     priority_class: str | None = None
+    attained_gpu_s: float = 0.0
+    """GPU-seconds run in earlier runs (before a preemption or eviction); see core.attained."""
 
     @property
     def gpus(self) -> int:
@@ -213,6 +215,12 @@ class SchedulerConfig:
     """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest
     fair share first; the others plan in later cycles. A head whose plan awaits an admin spends none
     while the state it was planned on holds, so every blocked head gets its turn."""
+    service_levels_gpu_h: tuple[float, ...] = (1.0, 16.0)
+    """Attained-service levels (Tiresias' 2D-LAS; core.attained): within a queue, jobs that have run less
+    go first, and a running job a whole level above a blocked job of its queue may be preempted for
+    it (if that pays). Empty: plain priority + FIFO, no such preemption."""
+    preempt_only_when_it_pays: bool = True
+    """A plan runs only when its displacement cost is below the gang's gain (core.payoff)."""
     starvation_after_s: float | None = 3600.0
     """A job pending this long, whose size its queue's nominal quota could hold, gets a reservation
     (Volcano's sla-waiting-time): later jobs of its queue stop passing it, so the queue's own usage

@@ -27,6 +27,7 @@ then the lowest priority), then the cheapest.
 from __future__ import annotations
 
 import hashlib
+from array import array
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -86,7 +87,12 @@ def candidate_victims(
 ) -> list[Job]:
     queue = queues[job.queue]
     policy = queue.preemption
-    cohort = cohort_of(queue)
+    lenders: set[str] = set()
+    if policy.may_reclaim_in_cohort and queue.cohort is not None:
+        lenders = {
+            name for name, other in queues.items()
+            if name != job.queue and other.cohort == queue.cohort and ledger.borrowed(other, job.flavor) > 0
+        }
     own: list[Job] = []
     borrowed_from: list[Job] = []
     for other in holding:
@@ -97,10 +103,8 @@ def candidate_victims(
         if other.queue == job.queue:
             if policy.may_preempt_within_queue and other.priority < job.priority:
                 own.append(other)
-        elif policy.may_reclaim_in_cohort and queue.cohort is not None:
-            other_queue = queues.get(other.queue)
-            if other_queue is not None and cohort_of(other_queue) == cohort and ledger.borrowed(other_queue, job.flavor) > 0:
-                borrowed_from.append(other)
+        elif other.queue in lenders:
+            borrowed_from.append(other)
     if borrowed_from and _is_within_nominal(job, ledger, freed_gpus=sum(c.gpus for c in own)):
         return own + borrowed_from
     return own
@@ -127,9 +131,12 @@ def state_fingerprint(job: Job, reason: PendingReason, candidates: Sequence[Job]
     )
     domain = fleet.domain_by_key.get(domain_key)
     free_gpus = fleet.free_gpus_in(domain, fleet.tolerated_classes(job)) if domain is not None else -1
-    victims = tuple(sorted((c.id, c.started_at) for c in candidates))
-    state = (job.id, job.priority, job.pod_sets, job.topology, reason.value, domain_key, free_gpus, usage, victims)
-    return hashlib.blake2b(repr(state).encode(), digest_size=8).hexdigest()
+    state = (job.id, job.priority, job.pod_sets, job.topology, reason.value, domain_key, free_gpus, usage)
+    digest = hashlib.blake2b(repr(state).encode(), digest_size=8)
+    # Thousands of candidates: packed, in holding order (by id, as the snapshot lists them).
+    digest.update(array("q", [c.id for c in candidates]).tobytes())
+    digest.update(array("d", [-1.0 if c.started_at is None else c.started_at for c in candidates]).tobytes())
+    return digest.hexdigest()
 
 
 def plan_preemption(
@@ -246,14 +253,21 @@ def _plan(job: Job, victims: list[_Candidate], domain_key: str, reason: PendingR
 
 
 def _quota_can_be_met(job: Job, ordered: Sequence[_Candidate], ledger: QuotaLedger) -> bool:
-    """Would removing every candidate let the job pass quota? If not, no domain can help."""
+    """Would removing every candidate let the job pass quota? If not, no domain can help.
+
+    Usage adds up, so one shift per queue gives what removing each of thousands of candidates would.
+    """
+    by_queue: dict[str, tuple[Job, int]] = {}
     for candidate in ordered:
-        ledger.remove(candidate.job)
+        first, gpus = by_queue.get(candidate.job.queue, (candidate.job, 0))
+        by_queue[candidate.job.queue] = (first, gpus + candidate.job.gpus)
+    for first, gpus in by_queue.values():
+        ledger.shift(first, -gpus)
     try:
         return ledger.check(job).fits
     finally:
-        for candidate in ordered:
-            ledger.add(candidate.job)
+        for first, gpus in by_queue.values():
+            ledger.shift(first, gpus)
 
 
 def _gpus_by_domain(job: Job, fleet: FleetState, known: dict[int, dict[str, int]]) -> dict[str, int]:

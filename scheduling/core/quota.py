@@ -11,6 +11,8 @@ Kueue's semantics, per flavor:
       pool draws of the cohort <= pool size.
   It is *borrowing* when used exceeds nominal afterwards.
 - A queue with no cohort is a cohort of one: it can never use more than its nominal quota.
+- A non-preemptible job never borrows: it runs only within its queue's nominal quota. Borrowed GPUs are
+  then always reclaimable by their owners, so no researcher can lock another team's lent quota.
 - A queue with no quota entry for a flavor cannot run that flavor at all.
 """
 
@@ -33,6 +35,8 @@ class QuotaLimit:
     COHORT_EXHAUSTED = "cohort_exhausted"
     LENT_OUT = "lent_out"
     """Within nominal quota, but other queues borrowed it: reclaimable by preemption."""
+    NOT_PREEMPTIBLE = "not_preemptible"
+    """Beyond nominal quota, and the job is non-preemptible: it may not borrow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,7 @@ class QuotaCheck:
             QuotaLimit.BORROWING_LIMIT: "borrowing limit",
             QuotaLimit.COHORT_EXHAUSTED: "the cohort has nothing more to lend",
             QuotaLimit.LENT_OUT: "its nominal quota is lent to other queues",
+            QuotaLimit.NOT_PREEMPTIBLE: "a non-preemptible job never borrows: it runs within nominal quota only",
         }.get(self.limit, self.limit)
         return (
             f"needs {self.requested} {self.flavor} GPUs; queue {queue} has nominal {self.nominal}, "
@@ -113,7 +118,8 @@ class QuotaLedger:
         used = self.usage(job.queue, job.flavor)
         after = used + job.gpus
         has_cohort = queue.cohort is not None
-        if not has_cohort:
+        may_borrow = has_cohort and job.is_preemptible
+        if not may_borrow:
             ceiling = quota.nominal
         elif quota.borrowing_limit is None:
             ceiling = UNLIMITED
@@ -124,7 +130,7 @@ class QuotaLedger:
         room = max(0, min(ceiling - used, reachable))
         limit = ""
         if after > ceiling:
-            limit = QuotaLimit.BORROWING_LIMIT if has_cohort else QuotaLimit.NOMINAL
+            limit = QuotaLimit.BORROWING_LIMIT if may_borrow else QuotaLimit.NOT_PREEMPTIBLE if has_cohort else QuotaLimit.NOMINAL
         elif _draw(quota, after) - _draw(quota, used) > pool_free:
             if not has_cohort:
                 limit = QuotaLimit.NOMINAL
@@ -139,8 +145,8 @@ class QuotaLedger:
             requested=job.gpus,
             nominal=quota.nominal,
             used=used,
-            borrowing_limit=quota.borrowing_limit if has_cohort else 0,
-            cohort_can_lend=max(0, reachable - max(0, quota.nominal - used)) if has_cohort else 0,
+            borrowing_limit=quota.borrowing_limit if may_borrow else 0,
+            cohort_can_lend=max(0, reachable - max(0, quota.nominal - used)) if may_borrow else 0,
             room=room,
             limit=limit,
         )
@@ -152,6 +158,10 @@ class QuotaLedger:
 
     def remove(self, job: Job) -> None:
         self._shift(job, -job.gpus)
+
+    def shift(self, job: Job, gpus: int) -> None:
+        """Add `gpus` (negative: remove) to the usage of `job`'s queue and flavor: many jobs of one queue at once."""
+        self._shift(job, gpus)
 
     def _shift(self, job: Job, delta: int) -> None:
         queue = self.queues.get(job.queue)

@@ -52,6 +52,8 @@ class ReconcileState(models.Model):
     last_pass_at = models.DateTimeField(null=True, blank=True)
     passes = models.PositiveBigIntegerField(default=0)
     lost_races = models.PositiveBigIntegerField(default=0, help_text="Decisions not written because the job changed during the pass.")
+    cluster_errors = models.PositiveBigIntegerField(default=0, help_text="Releases and suspensions the cluster refused (retried).")
+    last_pass_phases_s = models.JSONField(default=dict, blank=True, help_text="Seconds of each step of the last pass.")
 
     def __str__(self) -> str:
         return f"reconcile pass {self.passes} at {self.last_pass_at}"

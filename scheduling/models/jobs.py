@@ -40,6 +40,9 @@ class Job(models.Model):
     backoff_until = models.DateTimeField(null=True, blank=True)
     preempted_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     is_borrowing = models.BooleanField(default=False)
+    attained_gpu_s = models.FloatField(
+        default=0.0, help_text="GPU-seconds run in earlier runs (before a preemption or eviction): the attained service."
+    )
     explanation = models.JSONField(default=dict, blank=True)
 
     # Where the gang lives in a Kubernetes cluster: a discovered Job, or one Gangway created from `pod_template`.

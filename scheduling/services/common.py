@@ -62,7 +62,7 @@ def _enqueue_reconcile() -> None:
     from scheduling.tasks import reconcile
 
     try:
-        reconcile.delay()
+        reconcile.delay(after_write=True)
     except Exception:  # noqa: BLE001 - the periodic pass catches up if the broker is down
         logging.getLogger("scheduling").warning("could not enqueue a reconcile pass", exc_info=True)
 

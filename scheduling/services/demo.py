@@ -26,6 +26,10 @@ COHORT = "shared"
 DEMO_BACKLOG = [("research", "frontier-pretrain-48x8", 48, 8, "urgent", 30, "block", "rack")]
 # Research is the big-pretraining team: it holds most of the H100 allotment; the others lend and borrow.
 ALLOTMENT_WEIGHTS = {"research": 9}
+# The story of the first screens lasts: the other teams' big gangs (32+ GPUs, most of it borrowed quota) run
+# for eight hours and hold 98 of the 128 H100 nodes, so no plan of research's own jobs frees a block for the
+# backlog gang: the only way is a cross-team plan that waits for `admin` until someone decides. The small jobs
+# come and go every few minutes.
 
 # (name, value, description, teams (None: all), GPUs per team at the class (None: no cap), is the default)
 DEMO_PRIORITY_CLASSES = [
@@ -36,35 +40,35 @@ DEMO_PRIORITY_CLASSES = [
 ]
 
 DEMO_JOBS = [
-    ("vision", "vit-h-pretrain", 8, 8, "high", 12, "block", "rack"),
+    ("vision", "vit-h-pretrain", 8, 8, "high", 480, "block", "rack"),
     ("vision", "detector-sweep-a", 1, 4, "low", 6, None, None),
     ("vision", "segmenter-finetune", 2, 8, "high", 9, None, "rack"),
-    ("language", "llm-13b-sft", 8, 8, "high", 15, "block", "rack"),
+    ("language", "llm-13b-sft", 8, 8, "high", 480, "block", "rack"),
     ("language", "tokenizer-eval", 1, 1, "normal", 4, None, None),
-    ("language", "rlhf-reward-model", 4, 8, "high", 10, None, "rack"),
-    ("speech", "asr-conformer", 4, 8, "normal", 11, None, "rack"),
+    ("language", "rlhf-reward-model", 4, 8, "high", 480, None, "rack"),
+    ("speech", "asr-conformer", 4, 8, "normal", 480, None, "rack"),
     ("speech", "tts-vocoder", 1, 2, "normal", 5, None, None),
-    ("speech", "speech-lm-pretrain", 6, 8, "high", 14, "block", "rack"),
+    ("speech", "speech-lm-pretrain", 6, 8, "high", 480, "block", "rack"),
     ("robotics", "policy-distill", 2, 8, "normal", 8, None, None),
     ("robotics", "sim2real-sweep", 1, 4, "normal", 6, None, None),
-    ("robotics", "world-model", 8, 8, "high", 13, "block", "rack"),
-    ("recsys", "ranker-retrain", 4, 8, "normal", 7, None, "rack"),
+    ("robotics", "world-model", 8, 8, "high", 480, "block", "rack"),
+    ("recsys", "ranker-retrain", 4, 8, "normal", 480, None, "rack"),
     ("recsys", "embedding-refresh", 2, 4, "normal", 5, None, None),
-    ("recsys", "two-tower-large", 8, 8, "high", 16, None, "rack"),
+    ("recsys", "two-tower-large", 8, 8, "high", 480, None, "rack"),
     ("safety", "red-team-evals", 1, 8, "high", 6, None, None),
     ("safety", "classifier-sweep", 1, 2, "low", 4, None, None),
-    ("safety", "reward-hacking-study", 4, 8, "normal", 12, None, "rack"),
+    ("safety", "reward-hacking-study", 4, 8, "normal", 480, None, "rack"),
     ("infra", "nccl-burn-in", 2, 8, "normal", 3, None, "rack"),
     ("infra", "checkpoint-io-bench", 1, 1, "low", 3, None, None),
     ("research", "moe-ablation", 4, 8, "normal", 10, None, "rack"),
     ("research", "long-context-probe", 2, 8, "normal", 8, None, None),
-    ("language", "llm-70b-continued", 16, 8, "normal", 20, "block", "rack"),
-    ("vision", "video-diffusion", 16, 8, "normal", 18, "block", "rack"),
+    ("language", "llm-70b-continued", 16, 8, "normal", 480, "block", "rack"),
+    ("vision", "video-diffusion", 16, 8, "normal", 480, "block", "rack"),
     ("speech", "a100-whisper-ft", 2, 8, "normal", 9, None, None),
     ("robotics", "a100-rl-rollouts", 1, 8, "normal", 6, None, None),
     ("safety", "a100-interp", 1, 4, "normal", 5, None, None),
-    ("recsys", "ranker-retrain-2", 4, 8, "normal", 7, None, "rack"),
-    ("infra", "fabric-soak", 8, 8, "normal", 10, None, "rack"),
+    ("recsys", "ranker-retrain-2", 4, 8, "normal", 480, None, "rack"),
+    ("infra", "fabric-soak", 8, 8, "normal", 480, None, "rack"),
     ("research", "scaling-law-sweep", 12, 8, "normal", 15, "block", None),
 ]
 

@@ -71,7 +71,7 @@ def _validate_topology(errors: Errors, required: str | None, preferred: str | No
         errors.add("topology.preferred", f"{preferred!r} is coarser than the required level {required!r}; prefer the same or a finer level")
 
 
-def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict], flavor_name) -> None:
+def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict]) -> None:
     if pod_template is None:
         if settings.GANGWAY_CLUSTER == "kubernetes":
             errors.add("pod_template", "required on a Kubernetes cluster: Gangway creates the gang's Job from it "
@@ -81,13 +81,6 @@ def _validate_pod_template(errors: Errors, pod_template, pod_sets: list[dict], f
         errors.add(field, reason)
     if len(pod_sets) > 1:
         errors.add("pod_sets", "a job with a pod template runs exactly one pod set (one batch/v1 Job)")
-    from scheduling.cluster.kubernetes.config import KubernetesSettings
-    from scheduling.cluster.kubernetes.templates import template_flavor
-
-    label = KubernetesSettings.from_env().flavor_label
-    selected = template_flavor(pod_template["spec"], label)
-    if selected and selected != flavor_name:
-        errors.add(f"pod_template.spec.nodeSelector.{label}", f"selects flavor {selected!r}, but the job asks for flavor {flavor_name!r}")
 
 
 def _pod_template_tolerations(pod_template: dict) -> list[dict]:
@@ -174,7 +167,7 @@ def job_submit(
         errors.add("preemptible", "must be true or false")
     _validate_topology(errors, topology_required or None, topology_preferred or None)
     clean_pod_sets = _validate_pod_sets(errors, pod_sets)
-    _validate_pod_template(errors, pod_template, clean_pod_sets, flavor_name)
+    _validate_pod_template(errors, pod_template, clean_pod_sets)
 
     if flavor is not None and clean_pod_sets:
         fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))

@@ -8,7 +8,7 @@ from django.db.models import Sum
 
 from scheduling.core.model import PreemptionPolicy, QueueingStrategy
 from scheduling.models import AuditAction, Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
-from scheduling.permissions import can_edit_team_queues
+from scheduling.permissions import can_edit_team_queues, is_admin
 from scheduling.services.audit import audit_record, changes
 from scheduling.services.common import MAX_QUEUE_WEIGHT, Errors, create_named, is_count, reconcile_after_commit
 from scheduling.services.org import validate_name
@@ -88,6 +88,12 @@ def _clean_settings(errors: Errors, *, weight, strategy, preemption_policy, coho
         validate_name(errors, "cohort", cohort_name)
 
 
+def _check_cohort_change(actor, *, current: str | None, cohort_name: str | None) -> None:
+    """Cohort membership decides who lends to whom across teams: admins set it, leads keep what they have."""
+    if cohort_name != current and not is_admin(actor):
+        raise PermissionDenied("only admins put a queue into a cohort or take it out")
+
+
 def _save_quotas(queue: Queue, quotas: dict[Flavor, dict]) -> None:
     for flavor, quota in quotas.items():
         QueueQuota.objects.update_or_create(queue=queue, flavor=flavor, defaults=quota)
@@ -114,6 +120,7 @@ def queue_create(
         errors.add("team", f"unknown team {team_name!r}")
     elif not can_edit_team_queues(actor, team.pk):
         raise PermissionDenied(f"only a lead of {team.name} or an admin creates its queues")
+    _check_cohort_change(actor, current=None, cohort_name=cohort_name or None)
     _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
     clean = _clean_quotas(errors, quotas if quotas is not None else {})
     if team is not None:
@@ -141,6 +148,8 @@ def queue_change_check(
         raise Queue.DoesNotExist(queue_name)
     if not can_edit_team_queues(actor, queue.team_id):
         raise PermissionDenied(f"only a lead of {queue.team.name} or an admin {action}")
+    if cohort_name is not UNSET:
+        _check_cohort_change(actor, current=queue.cohort.name if queue.cohort_id else None, cohort_name=cohort_name or None)
     errors = Errors()
     _clean_settings(errors, weight=weight, strategy=strategy, preemption_policy=preemption_policy, cohort_name=cohort_name)
     clean = _clean_quotas(errors, quotas) if quotas is not None else {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -48,6 +49,8 @@ class ReconcileResult:
     suspended: list[int] = field(default_factory=list)
     apply_failed: list[int] = field(default_factory=list)
     """Jobs the cluster refused to release or suspend this pass; the next pass tries again."""
+    phases_s: dict[str, float] = field(default_factory=dict)
+    """Wall time of each step of the pass (observe, snapshot, cycle, persist, explain, apply)."""
     lost_races: list[int] = field(default_factory=list)
     """Jobs changed since the snapshot (cancelled while the pass ran): left as they are, decided again next pass."""
 
@@ -61,13 +64,19 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         cluster = get_cluster()
     now = time.time() if now is None else now
     result = ReconcileResult()
+    phase = _phase_timer(result.phases_s)
     with transaction.atomic():
         state = _lock_pass()
-        _observe_workloads(cluster=cluster, now=now, result=result)
-        snapshot, context = snapshot_build(now=now, cluster=cluster)
-        decisions = run_admission_cycle(snapshot)
-        _persist(decisions=decisions, context=context, now=now, result=result)
-        explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
+        with phase("observe"):
+            _observe_workloads(cluster=cluster, now=now, result=result)
+        with phase("snapshot"):
+            snapshot, context = snapshot_build(now=now, cluster=cluster)
+        with phase("cycle"):
+            decisions = run_admission_cycle(snapshot)
+        with phase("persist"):
+            _persist(decisions=decisions, context=context, now=now, result=result)
+        with phase("explain"):
+            explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
         _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
                      half_life_s=snapshot.config.usage_half_life_s)
         state.last_pass_at = to_datetime(now)
@@ -75,13 +84,30 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         state.lost_races = F("lost_races") + len(result.lost_races)
         state.save(update_fields=["last_pass_at", "passes", "lost_races"])
     _fault_after_commit(result)
-    _apply(cluster=cluster, now=now, result=result)
+    with phase("apply"):
+        _apply(cluster=cluster, now=now, result=result)
+    ReconcileState.objects.filter(pk=1).update(
+        last_pass_phases_s={name: round(s, 4) for name, s in result.phases_s.items()},
+        cluster_errors=F("cluster_errors") + len(result.apply_failed),
+    )
     if result.admitted or result.finished or result.preempted or result.evicted:
         logger.info(
             "reconcile: admitted %s started %s finished %s preempted %s evicted %s",
             result.admitted, result.started, result.finished, result.preempted, result.evicted,
         )
     return result
+
+
+def _phase_timer(phases_s: dict[str, float]):
+    @contextlib.contextmanager
+    def phase(name: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            phases_s[name] = time.perf_counter() - started
+
+    return phase
 
 
 # 1 -- the singleton guard ------------------------------------------------------------------------
@@ -172,6 +198,12 @@ def _pods_by_job(job_ids: list[int]) -> dict[int, int]:
 
 
 # 3 -- persist the decisions ------------------------------------------------------------------------
+def _current_run_gpu_s(job_ids: list[int], now: float) -> dict[int, float]:
+    """GPU-seconds of each stopping job's current run: added to its attained service (core.attained)."""
+    rows = Job.objects.filter(pk__in=job_ids, started_at__isnull=False).values_list("id", "gpus", "started_at")
+    return {job_id: gpus * max(0.0, now - started_at.timestamp()) for job_id, gpus, started_at in rows}
+
+
 def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, result: ReconcileResult) -> None:
     """Every decision is a compare-and-set against the job as snapshotted (see _transition): a job cancelled
     while the pass ran stays cancelled, and an admission that lost its race preempts nobody."""
@@ -179,12 +211,15 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
     events = []
     versions = context.versions
     node_ids = dict(Node.objects.values_list("name", "id"))
+    run_gpu_s = _current_run_gpu_s([*(v for a in decisions.admissions for v in a.preempted),
+                                    *(e.job_id for e in decisions.evictions)], now)
 
     # Evictions first: they free GPUs the admissions below may use.
     for eviction in decisions.evictions:
         if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason="pods_not_ready",
                     message=eviction.message, events=events, result=result,
-                    extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until)}):
+                    extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until),
+                           "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(eviction.job_id, 0.0)}):
             result.evicted.append(eviction.job_id)
 
     placements = []
@@ -201,7 +236,8 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             victim_id for victim_id in admission.preempted
             if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason="preempted",
                         message=_victim_message(admission.job_id, approvals), events=events, result=result,
-                        extra={"preempted_by_id": admission.job_id})
+                        extra={"preempted_by_id": admission.job_id,
+                               "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(victim_id, 0.0)})
         ]
         result.preempted.extend(preempted)
         placements.extend(_placement_rows(admission.job_id, admission.placement, context, node_ids))

@@ -17,11 +17,26 @@ from scheduling.simulation.metrics import add_fairness, summarize
 from scheduling.simulation.policies import POLICIES, get_policy, with_approval
 from scheduling.simulation.report import table, team_table, write_plot
 from scheduling.simulation.scenario import build_scenario
+from scheduling.simulation.suite import SuiteError, run_suite, suite_table
 from scheduling.simulation.trace import TraceError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="philly", help="'philly' (built in) or the path of a job CSV")
+    parser.add_argument("--trace", default="philly",
+                        help="'philly' (built in), 'synthetic' (seeded), or the path of a job CSV (generic or ITP-shaped)")
+    parser.add_argument("--teams", type=int, default=None,
+                        help="teams to hash an ITP trace's job_id into (default 4) or of the synthetic trace (default 8)")
+    parser.add_argument("--load", type=float, default=None,
+                        help="size a fleet of 8-GPU nodes so the trace's average demand is this share of it "
+                             "(default 0.85 for ITP and synthetic traces)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace")
+    parser.add_argument("--suite", action="store_true",
+                        help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
+                             "no checkpoints and 30-min checkpoints) and print one table")
+    parser.add_argument("--traces-dir", default=None,
+                        help="directory of the ITP traces for --suite (default: ../shared/traces/microsoft_itp_elasticflow "
+                             "relative to the project root)")
+    parser.add_argument("--workers", type=int, default=None, help="processes for --suite (default: one per core)")
     parser.add_argument("--fleet", default=None, help="fleet file (YAML/JSON, the loadfleet format) or node list CSV")
     parser.add_argument("--quotas", default=None, help="CSV team,gpus[,flavor]; default: VC sizes (Philly) or equal shares")
     parser.add_argument("--scale", type=float, default=1.0, help="shrink fleet and quotas by this factor (0.25: contended)")
@@ -39,11 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> dict:
     o = options if isinstance(options, dict) else vars(options)
+    if o.get("suite"):
+        return run_suite_command(o, stdout, stderr)
     policies = [with_approval(get_policy(name.strip()), o.get("approve")) for name in o["policy"].split(",") if name.strip()]
     loaded = time.perf_counter()
     scenario = build_scenario(
         o["trace"], fleet=o.get("fleet"), quotas=o.get("quotas"), scale=o.get("scale", 1.0),
         date_from=o.get("date_from"), date_to=o.get("date_to"), checkpoint_interval_s=o.get("checkpoint_interval"),
+        teams=o.get("teams"), load=o.get("load"), seed=o.get("seed") or 1,
     )
     jobs = len(scenario.trace.jobs)
     print(
@@ -92,6 +110,28 @@ def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr:
     return document
 
 
+def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
+    started = time.perf_counter()
+    names = tuple(name.strip() for name in (o.get("policy") or ",".join(POLICIES)).split(",") if name.strip())
+    for name in names:
+        get_policy(name)
+    quiet = o.get("no_progress")
+    document = run_suite(
+        o.get("traces_dir"), policies=names, workers=o.get("workers"),
+        progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)),
+    )
+    document["wall_s"] = time.perf_counter() - started
+    print("waits in seconds; ratios are mean waits ÷ kueue-like's (< 1: shorter); GPU-h lost in % of GPU-h served",
+          file=stdout)
+    print(suite_table(document, document["policies"]), file=stdout)
+    print(f"suite: {len(document['rows'])} rows in {document['wall_s']:.0f}s wall", file=stdout)
+    if o.get("json_out"):
+        with open(o["json_out"], "w") as handle:
+            json.dump(document, handle, indent=1, default=_json_default)
+        print(f"wrote {o['json_out']}", file=stdout)
+    return document
+
+
 def _json_default(value):
     return str(value)
 
@@ -123,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     try:
         run(options)
-    except (TraceError, FleetError, ValueError, OSError) as error:
+    except (TraceError, FleetError, SuiteError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

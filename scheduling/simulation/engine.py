@@ -287,13 +287,14 @@ class Engine:
             limit = min(limit, max(0, sum(q.nominal for q in queue.quotas.values()) - self.in_use[name]) + 1)
         if len(jobs) <= limit:
             return jobs.values()
-        ordered = jobs.values() if self.in_order[name] else sorted(jobs.values(), key=job_order_key)
+        levels = self.config.service_levels_gpu_h
+        ordered = jobs.values() if self.in_order[name] else sorted(jobs.values(), key=lambda j: job_order_key(j, levels))
         return islice(ordered, limit)
 
     def _enqueue(self, job: Job) -> None:
         """Add to the queue's pending jobs, noting whether insertion order is still the core's order."""
         jobs = self.pending[job.queue]
-        key = job_order_key(job)
+        key = job_order_key(job, self.config.service_levels_gpu_h)
         if not jobs:
             self.in_order[job.queue] = True
         elif key < self.last_key[job.queue]:
@@ -444,6 +445,7 @@ class Engine:
             preempted_by=preempted_by if preempted_by is not None else job.preempted_by,
             evictions=job.evictions + (backoff_until is not None),
             backoff_until=backoff_until,
+            attained_gpu_s=job.attained_gpu_s + job.gpus * elapsed,
         )
         self._enqueue(requeued)
         self._log(t, "preempt" if preempted_by is not None else "evict", job_id, preempted_by)

@@ -8,6 +8,7 @@ contiguous. `scale` shrinks every VC (and so the fleet and every quota) by the s
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -169,3 +170,34 @@ def equal_quotas(teams: tuple[str, ...], fleet: Fleet) -> dict[str, dict[str, in
         for k, team in enumerate(teams):
             quotas[team][flavor] = share + (1 if k < extra else 0)
     return quotas
+
+
+# --- fleets sized from a trace's load -----------------------------------------------------------
+
+LOAD_FLAVOR = "gpu"
+LOAD_GPUS_PER_NODE = 8
+LOAD_BLOCKS = 2
+LOAD_RACKS_PER_BLOCK = 8
+LOAD_NODE_MULTIPLE = 4
+
+
+def nodes_for_load(gpu_seconds: float, span_s: float, largest_job_gpus: int, load: float) -> int:
+    """Nodes so the average demand over the span is `load` of capacity: ⌈demand ÷ load ÷ 8⌉, rounded up
+    to a multiple of 4, and at least enough for the largest job."""
+    if not 0 < load:
+        raise ValueError(f"--load must be > 0, got {load}")
+    demand_gpus = gpu_seconds / span_s if span_s > 0 else float(largest_job_gpus)
+    nodes = max(math.ceil(demand_gpus / load / LOAD_GPUS_PER_NODE), math.ceil(largest_job_gpus / LOAD_GPUS_PER_NODE))
+    return -(-nodes // LOAD_NODE_MULTIPLE) * LOAD_NODE_MULTIPLE
+
+
+def fleet_for_load(nodes: int) -> Fleet:
+    """`nodes` 8-GPU nodes in 2 blocks of 8 racks, filled rack by rack (contiguous names per rack)."""
+    racks = LOAD_BLOCKS * LOAD_RACKS_PER_BLOCK
+    built = []
+    for i in range(nodes):
+        rack = i * racks // nodes
+        block = rack // LOAD_RACKS_PER_BLOCK
+        labels = {"block": f"b{block + 1}", "rack": f"b{block + 1}-r{rack % LOAD_RACKS_PER_BLOCK + 1}"}
+        built.append(Node(f"n{i + 1:04d}", LOAD_FLAVOR, LOAD_GPUS_PER_NODE, LOAD_GPUS_PER_NODE, labels))
+    return Fleet(("block", "rack"), tuple(built))

@@ -8,6 +8,9 @@ Two sources:
 - **A generic CSV** that users bring: `submit_time_s, duration_s, num_gpus` and optionally
   `team, gpus_per_pod, priority, runtime_limit_s, flavor`. Every bad row is reported with its line
   number; nothing is dropped silently.
+- **An ITP-shaped log** (Microsoft's ITP traces, as shipped with ElasticFlow): `job_id,
+  submission_time, duration, num_gpu`, no teams and no fleet. Teams come from hashing an id
+  column into N buckets; the fleet is sized from the trace's load (`fleet.fleet_for_load`).
 
 The true duration is the simulator's secret: the scheduler sees only `runtime_limit_s` (the user's
 estimate), which is `None` for Philly because the trace holds no user estimate.
@@ -19,7 +22,8 @@ import csv
 import gzip
 import io
 import math
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -215,3 +219,58 @@ def _number(row, name, kind, problems, *, minimum=None, strict=False, optional=F
         problems.append(f"{name} must be {'>' if strict else '≥'} {minimum}, got {raw}")
         return None
     return value
+
+
+# --- ITP-shaped logs: no teams, no fleet ----------------------------------------------------
+
+ITP_COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
+
+
+def team_of(job_id: str, teams: int) -> str:
+    """A stable team for an id: CRC-32 of the id modulo `teams` (the same on every run and machine)."""
+    return f"team{zlib.crc32(job_id.encode()) % teams}"
+
+
+def load_itp(path: str | Path, *, teams: int = 4, id_column: str = "job_id") -> Trace:
+    """A log of `job_id, submission_time, duration, num_gpu` (gzip allowed), teams hashed from `id_column`."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as handle:
+        return parse_itp(handle.read(), source=str(path), teams=teams, id_column=id_column)
+
+
+def parse_itp(text: str, *, source: str = "trace", teams: int = 4, id_column: str = "job_id") -> Trace:
+    if teams < 1:
+        raise ValueError(f"--teams must be ≥ 1, got {teams}")
+    reader = csv.DictReader(io.StringIO(text))
+    header = [name.strip() for name in (reader.fieldnames or [])]
+    required = tuple(dict.fromkeys((id_column, *ITP_COLUMNS[1:])))
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise TraceError(source, [f"line 1: missing column(s) {', '.join(missing)}; required: {', '.join(required)}"])
+    reader.fieldnames = header
+    errors: list[str] = []
+    jobs: list[TraceJob] = []
+    for row in reader:
+        line = reader.line_num
+        if None in row or any(value is None for value in row.values()):
+            errors.append(f"line {line}: expected {len(header)} fields")
+            continue
+        row = {key: value.strip() for key, value in row.items()}
+        problems: list[str] = []
+        submit = _number(row, "submission_time", float, problems, minimum=0)
+        duration = _number(row, "duration", float, problems, minimum=0, strict=True)
+        gpus = _number(row, "num_gpu", int, problems, minimum=1)
+        if not row[id_column]:
+            problems.append(f"{id_column} is empty")
+        if problems:
+            errors.append(f"line {line}: " + "; ".join(problems))
+            continue
+        jobs.append(TraceJob(line, submit, duration, gpus, team_of(row[id_column], teams)))
+    if errors:
+        raise TraceError(source, errors)
+    if not jobs:
+        raise TraceError(source, ["no jobs"])
+    start = min(job.submit_s for job in jobs)
+    shifted = [replace(job, submit_s=job.submit_s - start) for job in jobs]
+    return Trace(source, _renumber(shifted))

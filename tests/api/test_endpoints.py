@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rest_framework.authtoken.models import Token
 
 from scheduling.models import Flavor, Job, PlanStatus, PreemptionPlan, PreemptionVictim, Queue, Team
 from scheduling.services import admission_cycle_run
@@ -75,10 +74,11 @@ def test_queues_list_create_detail_patch(client_as):
             "quotas": {H100: {"nominal": 16, "borrowing_limit": None, "lending_limit": None}}}
     response = lead.patch("/api/v1/queues/vision-main/", {"quotas": {H100: {"nominal": 16}}}, format="json")
     assert response.status_code == 200 and response.json()["quotas"][H100]["nominal"] == 16
-    body["name"] = "vision-batch"
+    body.update(name="vision-batch", cohort=None)
     response = lead.post("/api/v1/queues/", body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["quotas"] == {H100: {"nominal": 16, "borrowing_limit": None, "lending_limit": None}}
+    response = client_as("admin").patch("/api/v1/queues/vision-batch/", {"cohort": "shared"}, format="json")
     assert response.json()["cohort"] == "shared"
     names = [q["name"] for q in lead.get("/api/v1/queues/").json()]
     assert names == ["language-main", "vision-batch", "vision-main"]
@@ -132,17 +132,8 @@ def test_preemptions_list_approve_reject(client_as, org):
     assert admin.post(f"/api/v1/preemptions/{plan.pk}/reject/").json()["status"] == "rejected"
 
 
-def test_token_auth(org):
-    from rest_framework.test import APIClient
-
-    token = Token.objects.create(user=org["vision-researcher"])
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    assert client.get("/api/v1/jobs/").status_code == 200
-
-
 def test_schema_and_docs_are_served_without_a_cdn(client_as):
-    client = client_as(None)
+    client = client_as("vision-researcher")
     schema = client.get("/api/schema/")
     assert schema.status_code == 200 and b"/api/v1/jobs/" in schema.content
     docs = client.get("/api/docs/")

@@ -102,3 +102,21 @@ def test_releasing_a_job_returns_its_quota_to_the_pool():
 
 def test_quota_defaults_lend_everything():
     assert Quota(10).lending_limit is None and Quota(10).borrowing_limit is None
+
+
+@pytest.mark.parametrize(
+    ("gpus", "expected"),
+    [
+        pytest.param(16, (True, False, ""), id="a non-preemptible job fits within its queue's nominal quota"),
+        pytest.param(24, (False, True, QuotaLimit.NOT_PREEMPTIBLE), id="a non-preemptible job never borrows, though the cohort lends"),
+    ],
+)
+def test_a_non_preemptible_job_runs_only_within_nominal_quota(gpus, expected):
+    book = ledger([queue("a", 16), queue("b", 16)])
+
+    check = book.check(a_gang(1, gpus).in_queue("a").not_preemptible().build())
+
+    assert (check.fits, check.is_borrowing, check.limit) == expected
+    if not check.fits:
+        assert (check.cohort_can_lend, check.room) == (0, 16)
+        assert "a non-preemptible job never borrows" in check.message("a")

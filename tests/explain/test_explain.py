@@ -28,8 +28,10 @@ def test_quota_names_the_nominal_limit_with_the_numbers():
     assert (e.quota.limit, e.quota.requested, e.quota.nominal, e.quota.used, e.quota.short_by) == ("nominal", 16, 8, 0, 8)
     assert e.summary.startswith("needs 16 H100 GPUs; queue q has nominal 8, 0 in use")
     assert e.fit.fits  # the later levels' facts are still given
-    assert [f.action for f in e.fixes] == ["raise_quota"]  # waiting never helps: 16 > 8 forever
+    assert [f.action for f in e.fixes] == ["raise_quota", "shrink"]  # waiting never helps: 16 > 8 forever
+    assert e.fixes[1].detail.startswith("shrink worker to 1 pods (8 GPUs, 8 fewer)")
     assert e.never_fits
+    assert e.headline == "Queue q has 8 free H100 GPUs of its 8 and this job needs 16; waiting alone will never start it."
 
 
 def test_quota_lent_out_says_how_much_of_the_nominal_is_lent_and_reclaimable():
@@ -194,3 +196,25 @@ def test_to_dict_is_the_json_of_the_issue():
     assert set(data["nodes"]) >= {"total", "eligible", "reasons"}
     assert set(data["fixes"][0]) >= {"action", "cost_gpu_hours", "teams_affected", "needs_approval", "detail"}
     assert data["nodes"]["reasons"] == {"insufficient_gpus": 1} and data["blocking"] == "fit"
+
+
+def test_quota_lent_to_a_non_preemptible_job_is_not_called_reclaimable():
+    """Non-preemptible jobs never borrow now; one admitted before that rule may still hold lent quota."""
+    nodes = rack_fleet(racks=1, nodes=4)
+    borrowers = [a_gang(1, 8).id(i).in_queue("b", team="tb").not_preemptible().running_on(f"b0r0n{i}", since=NOW - 60)
+                 for i in range(4)]
+    snap = snapshot(nodes, [queue("a", 16, team="ta"), queue("b", 16, team="tb")], admitted=borrowers,
+                    pending=[a_gang(1, 8).id(9).in_queue("a", team="ta")], now=NOW,
+                    config=SchedulerConfig(preemption_enabled=False))
+    e = explained(snap, 9)
+    assert e.quota.limit == "lent_out"
+    assert "but only 0 of it is reclaimable by preemption (non-preemptible jobs hold the rest)" in e.quota.message
+
+
+def test_a_non_preemptible_job_beyond_nominal_is_told_it_never_borrows_and_how_to_fix_it():
+    snap = snapshot(rack_fleet(racks=1, nodes=4), [queue("a", 8, team="ta"), queue("b", 16, team="tb")],
+                    pending=[a_gang(2, 8).id(7).in_queue("a", team="ta").not_preemptible()], now=NOW)
+    e = explained(snap, 7)
+    assert (e.blocking, e.quota.limit, e.quota.cohort_can_lend) == ("quota", "not_preemptible", 0)
+    assert "a non-preemptible job never borrows" in e.summary
+    assert [f.action for f in e.fixes][:1] == ["raise_quota"] and "resubmit the job preemptible" in e.fixes[0].detail

@@ -51,7 +51,7 @@ def start_worker(transactional_db, services_are_real, tmp_path):
 
     def start(name: str, **extra_env: str) -> subprocess.Popen:
         env = {**os.environ, "DATABASE_URL": database_url(), "GANGWAY_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1",
-               "GANGWAY_RECONCILE_LOCK_TIMEOUT_S": "5", **extra_env}
+               "GANGWAY_RECONCILE_LOCK_LEASE_S": "3", **extra_env}
         log = open(tmp_path / f"{name}.log", "w")
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--concurrency=1", "--loglevel=INFO",

@@ -21,7 +21,7 @@ def test_writes_enqueue_one_pass_after_commit(org, settings, django_capture_on_c
                                pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 1}])
                 queue_update(actor=org["vision-lead"], queue_name="vision-main", quotas={H100: {"nominal": 16}})
         assert len(callbacks) == 1
-        delay.assert_called_once_with()
+        delay.assert_called_once_with(after_write=True)
 
 
 def test_nothing_is_enqueued_when_reconcile_on_write_is_off(org, django_capture_on_commit_callbacks):
@@ -36,6 +36,20 @@ def test_the_task_runs_a_pass_on_the_embedded_broker(org):
                pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}])
     result = reconcile.apply().get()
     assert result["skipped"] is False and len(result["admitted"]) == 1
+
+
+def test_a_pass_after_a_write_or_one_that_moved_jobs_recomputes_the_start_estimates_at_once(org):
+    from scheduling.tasks import refresh_estimates
+
+    with mock.patch.object(refresh_estimates, "delay") as estimate:
+        reconcile.apply().get()  # a beat pass that changed nothing
+        estimate.assert_not_called()
+        reconcile.apply(kwargs={"after_write": True}).get()
+        assert estimate.call_count == 1
+        job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="j",
+                   pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}])
+        assert reconcile.apply().get()["admitted"]  # the beat pass admitted it: the queue moved
+        assert estimate.call_count == 2
 
 
 def test_manage_py_reconcile_once_prints_what_it_admitted(org, capsys):

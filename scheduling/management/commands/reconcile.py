@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from scheduling.services import admission_cycle_run
+from scheduling.tasks import reconcile_lock
 
 
 class Command(BaseCommand):
@@ -18,8 +19,12 @@ class Command(BaseCommand):
     def handle(self, *args, once: bool, interval: float | None, **options):
         interval = interval or settings.GANGWAY_RECONCILE_INTERVAL_S
         while True:
-            result = admission_cycle_run()
-            self.report(result)
+            with reconcile_lock() as acquired:
+                result = admission_cycle_run() if acquired else None
+            if result is None:
+                self.stdout.write("skipped: another reconcile pass holds the lock")
+            else:
+                self.report(result)
             if once:
                 return
             time.sleep(interval)

@@ -228,7 +228,7 @@ def test_a_job_submitted_through_the_api_with_a_pod_template_is_created_in_the_c
         }, format="json")
     assert response.status_code == 201, response.json()
     job_id = response.json()["id"]
-    assert response.json()["workload"] == {"namespace": NS, "name": f"llama-pretrain-{job_id}"}
+    assert response.json()["workload"] == {"kind": "Job", "namespace": NS, "name": f"llama-pretrain-{job_id}"}
 
     k8s_job = fake.get("jobs", NS, f"llama-pretrain-{job_id}")
     assert k8s_job["spec"]["suspend"] is True and k8s_job["spec"]["parallelism"] == 2

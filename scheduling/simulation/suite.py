@@ -1,0 +1,199 @@
+"""The policy benchmark suite: every policy over a fixed set of traces, with and without checkpoints.
+
+Rows are trace × checkpointing (none: a preempted job restarts; every 30 min). The yardsticks
+(`kueue-like`, `fifo-isolated`, `sjf-oracle`) never preempt, so checkpoints cannot change them:
+they run once per trace and serve both rows. The runs are independent and go to a process pool
+(one worker per core).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from scheduling.simulation.engine import Scenario, simulate
+from scheduling.simulation.metrics import add_fairness, summarize
+from scheduling.simulation.policies import POLICIES, get_policy
+from scheduling.simulation.scenario import build_scenario
+
+BASELINE = "kueue-like"
+UNDER_TEST = "gangway"
+CHECKPOINTS_S = (None, 1800)
+ITP_DIR = Path("..") / "shared" / "traces" / "microsoft_itp_elasticflow"
+"""Relative to the project root (where manage.py is)."""
+
+
+@dataclass(frozen=True)
+class SuiteTrace:
+    name: str
+    source: str
+    """"philly", "synthetic", or an ITP file name inside the traces directory."""
+    scale: float = 1.0
+
+
+TRACES = (
+    SuiteTrace("Philly ×0.25", "philly", scale=0.25),
+    SuiteTrace("ITP cluster02", "cluster02.csv.gz"),
+    SuiteTrace("ITP cluster03", "cluster03.csv.gz"),
+    SuiteTrace("ITP cluster07", "cluster07.csv.gz"),
+    SuiteTrace("synthetic", "synthetic"),
+)
+
+
+class SuiteError(ValueError):
+    pass
+
+
+def default_traces_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / ITP_DIR
+
+
+def check_traces_dir(traces_dir: Path) -> None:
+    missing = [t.source for t in TRACES if t.source.endswith(".gz") and not (traces_dir / t.source).is_file()]
+    if missing:
+        raise SuiteError(
+            f"the suite's ITP traces are missing from {traces_dir}: {', '.join(missing)} "
+            f"(pass --traces-dir, the directory holding Microsoft's ITP traces as shipped with ElasticFlow)"
+        )
+
+
+@lru_cache(maxsize=4)
+def _scenario(source: str, scale: float, traces_dir: str, checkpoint_s: int | None) -> Scenario:
+    path = source if source in ("philly", "synthetic") else str(Path(traces_dir) / source)
+    return build_scenario(path, scale=scale, checkpoint_interval_s=checkpoint_s)
+
+
+def _run_one(task: tuple) -> tuple:
+    trace_index, checkpoint_s, policy_name, traces_dir = task
+    trace = TRACES[trace_index]
+    scenario = _scenario(trace.source, trace.scale, traces_dir, checkpoint_s)
+    result = simulate(scenario, get_policy(policy_name))
+    summary = summarize(result)
+    summary.pop("timeline")
+    summary["scenario"] = {"name": scenario.name, "jobs": len(scenario.trace.jobs), "nodes": len(scenario.fleet.nodes),
+                           "gpus": scenario.fleet.gpus, "teams": len(scenario.trace.teams)}
+    return task, summary
+
+
+def tasks(traces_dir: Path, policies: tuple[str, ...]) -> list[tuple]:
+    """One run per trace and yardstick; one per trace and checkpoint setting for preempting policies."""
+    result = []
+    for k, _ in enumerate(TRACES):
+        for name in policies:
+            preempts = POLICIES[name].config.preemption_enabled
+            for checkpoint_s in CHECKPOINTS_S if preempts else (None,):
+                result.append((k, checkpoint_s, name, str(traces_dir)))
+    return result
+
+
+def run_suite(
+    traces_dir: Path | None = None,
+    *,
+    policies: tuple[str, ...] = tuple(POLICIES),
+    workers: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    traces_dir = Path(traces_dir) if traces_dir is not None else default_traces_dir()
+    check_traces_dir(traces_dir)
+    for name in (BASELINE, "fifo-isolated"):
+        if name not in policies:
+            policies = (*policies, name)
+    todo = tasks(traces_dir, policies)
+    # The longest runs first, so the pool's last minutes are not one worker alone on Philly.
+    todo.sort(key=lambda task: (TRACES[task[0]].source != "philly", task[2] != UNDER_TEST))
+    done: dict[tuple, dict] = {}
+    workers = workers or min(len(todo), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for task, summary in pool.map(_run_one, todo):
+            done[(task[0], task[1], task[2])] = summary
+            if progress is not None:
+                progress(f"{TRACES[task[0]].name} / checkpoints {task[1] or 'none'} / {task[2]}: "
+                         f"{summary['wall_s']:.0f}s wall, mean wait {summary['mean_wait_s']:,.0f}s")
+    rows = []
+    for k, trace in enumerate(TRACES):
+        for checkpoint_s in CHECKPOINTS_S:
+            runs = {}
+            for name in policies:
+                preempts = POLICIES[name].config.preemption_enabled
+                runs[name] = done[(k, checkpoint_s if preempts else None, name)]
+            add_fairness(runs)
+            scenario = runs[BASELINE]["scenario"]
+            rows.append({"trace": trace.name, "source": trace.source, "scale": trace.scale,
+                         "checkpoint_interval_s": checkpoint_s, "scenario": scenario, "policies": runs})
+    return {"traces_dir": str(traces_dir), "policies": list(policies), "rows": rows, "geomean_mean_wait_ratio": geomeans(rows, policies)}
+
+
+def ratio(row: dict, policy: str, metric: str = "mean_wait_s") -> float:
+    base = row["policies"][BASELINE][metric]
+    value = row["policies"][policy][metric]
+    if base == 0:
+        return 1.0 if value == 0 else math.inf
+    return value / base
+
+
+def geomeans(rows: list[dict], policies: tuple[str, ...]) -> dict[str, float]:
+    """Per policy: the geometric mean over rows of its mean wait / kueue-like's (a zero wait counts as 1e-3×)."""
+    means = {}
+    for name in policies:
+        logs = [math.log(max(ratio(row, name), 1e-3)) for row in rows]
+        means[name] = math.exp(sum(logs) / len(logs)) if logs else 1.0
+    return means
+
+
+def worst_team(summary: dict) -> tuple[str, float]:
+    ratios = summary.get("wait_vs_fifo_isolated") or {}
+    team, value = max(ratios.items(), key=lambda kv: kv[1], default=("-", float("nan")))
+    return team, value
+
+
+def suite_rows(document: dict, policies: tuple[str, ...] = tuple(POLICIES)) -> list[list[str]]:
+    """Header, one line per trace × checkpointing (gangway's figures, kueue-like's, every policy's ratio
+    to kueue-like), then the geometric means."""
+    others = [name for name in policies if name != BASELINE]
+    header = ["trace", "ckpt", "kueue mean", "kueue p99", "gangway mean", "p50", "p99", "mean JCT",
+              "worst team ×iso", "preempt", "GPU-h lost", *(f"{name} ×kueue" for name in others), "p99 ×kueue"]
+    lines = [header]
+    for row in document["rows"]:
+        base, mine = row["policies"][BASELINE], row["policies"][UNDER_TEST]
+        team, worst = worst_team(mine)
+        served = mine["gpu_hours_served"]
+        lost_pct = 100 * mine["gpu_hours_lost"] / served if served else 0.0
+        lines.append([
+            row["trace"],
+            "30 min" if row["checkpoint_interval_s"] else "none",
+            f"{base['mean_wait_s']:,.0f}",
+            f"{base['p99_wait_s']:,.0f}",
+            f"{mine['mean_wait_s']:,.0f}",
+            f"{mine['p50_wait_s']:,.0f}",
+            f"{mine['p99_wait_s']:,.0f}",
+            f"{mine['mean_jct_s']:,.0f}",
+            f"{worst:.2f} ({team})",
+            f"{mine['preemptions']:,}",
+            f"{mine['gpu_hours_lost']:,.0f} ({lost_pct:.1f}%)",
+            *(f"{ratio(row, name):.2f}" for name in others),
+            f"{ratio(row, UNDER_TEST, 'p99_wait_s'):.2f}",
+        ])
+    geo = document["geomean_mean_wait_ratio"]
+    lines.append(["geometric mean", *([""] * 9), "", *(f"{geo[name]:.2f}" for name in others), ""])
+    return lines
+
+
+def suite_table(document: dict, policies: tuple[str, ...] = tuple(POLICIES)) -> str:
+    lines = suite_rows(document, policies)
+    widths = [max(len(line[k]) for line in lines) for k in range(len(lines[0]))]
+    out = ["  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
+           for line in lines]
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([out[0], rule, *out[1:-1], rule, out[-1]])
+
+
+def markdown_suite_table(document: dict, policies: tuple[str, ...] = tuple(POLICIES)) -> str:
+    lines = suite_rows(document, policies)
+    out = ["| " + " | ".join(lines[0]) + " |", "|" + "---|" * len(lines[0])]
+    out += ["| " + " | ".join(line) + " |" for line in lines[1:]]
+    return "\n".join(out)
