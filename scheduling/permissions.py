@@ -4,7 +4,8 @@ Rules: staff users are admins and may do everything. A team's members (researche
 submit into the team's queues and see the team's jobs in full. A team's lead also edits the
 team's queues and quotas (within the team's allotment). Every signed-in user sees every job,
 so the queue and the fleet make sense, but jobs of other teams hide their private fields:
-the job's name and its owner's username.
+the job's name, its owner's username and the people named on its events.
+The audit log is for admins (all of it) and leads (their teams' records and their jobs' records).
 """
 
 from __future__ import annotations
@@ -57,3 +58,27 @@ def restrict_jobs(user, jobs: QuerySet) -> QuerySet:
             output_field=BooleanField(),
         )
     )
+
+
+def restrict_event_actors(user, job) -> None:
+    """Mark each prefetched event of `job` with the actor `user` may see: `actor_username` (None for the
+    reconciler or when hidden) and `is_actor_private`. Jobs not visible in full hide who acted on them."""
+    for event in job.events.all():
+        event.is_actor_private = event.actor_id is not None and not job.is_visible_in_full
+        event.actor_username = event.actor.username if event.actor_id is not None and not event.is_actor_private else None
+
+
+def can_read_audit(user) -> bool:
+    return is_admin(user) or bool(team_ids_of(user, role=Role.LEAD))
+
+
+def restrict_audit(user, records: QuerySet) -> QuerySet:
+    """Audit records `user` may read: admins all, leads their teams', everyone else none."""
+    if is_admin(user):
+        return records
+    return records.filter(team_id__in=team_ids_of(user, role=Role.LEAD))
+
+
+def can_read_job_audit(user, job) -> bool:
+    """Admins and the leads of the job's team read every record about the job, whichever team made it."""
+    return is_admin(user) or job.queue.team_id in team_ids_of(user, role=Role.LEAD)

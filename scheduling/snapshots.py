@@ -27,7 +27,7 @@ from scheduling.core.model import (
     TopologyRequest,
     Victim,
 )
-from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, QueueUsage
+from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, PriorityClass, QueueUsage
 from scheduling.models import Job as JobRow
 from scheduling.models import Placement as PlacementRow
 from scheduling.models import PodSet as PodSetRow
@@ -55,6 +55,7 @@ JOB_FIELDS = (
     "evictions",
     "backoff_until",
     "preempted_by_id",
+    "priority_class__name",
     "attained_gpu_s",
     "admission_generation",
 )
@@ -154,6 +155,7 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
                 evictions=row["evictions"],
                 backoff_until=_epoch(row["backoff_until"]),
                 preempted_by=row["preempted_by_id"],
+                priority_class=row["priority_class__name"],
                 attained_gpu_s=row["attained_gpu_s"],
             )
         )
@@ -167,6 +169,8 @@ def approved_preemptions_load() -> dict[int, frozenset[int]]:
     return {job_id: frozenset(victims) for job_id, victims in approved.items()}
 
 
+def priority_class_caps_load() -> dict[str, int]:
+    return dict(PriorityClass.objects.filter(max_gpus_per_team__isnull=False).values_list("name", "max_gpus_per_team"))
 def awaiting_plans_load() -> dict[int, PlannedPreemption]:
     """Per pending job: its proposed plan that waits for an admin, as the core made it."""
     victims: dict[int, list[Victim]] = defaultdict(list)
@@ -207,6 +211,7 @@ def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotC
         pending=tuple(pending),
         historical_usage=dict(QueueUsage.objects.values_list("queue__name", "usage_gpu_s")),
         approved_preemptions=approved_preemptions_load(),
+        priority_class_caps=priority_class_caps_load(),
         awaiting_plans=awaiting_plans_load(),
         config=scheduler_config(),
     )

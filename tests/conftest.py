@@ -105,7 +105,6 @@ def job_body(**overrides) -> dict:
         "queue": "vision-main",
         "flavor": H100,
         "pod_sets": [{"name": "worker", "count": 2, "gpus_per_pod": 8}],
-        "priority": 100,
         "topology": {"required": "block", "preferred": "rack"},
         "runtime_limit_s": 3600,
         "checkpoint_interval_s": 600,

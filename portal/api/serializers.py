@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from scheduling.core.model import JobState, PreemptionPolicy, QueueingStrategy
+from scheduling.models import AuditAction
 from scheduling.services.common import MAX_COUNT, MAX_QUEUE_WEIGHT
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.selectors.fleet import node_free_gpus
@@ -39,7 +40,10 @@ class JobSubmitIn(StrictMixin, serializers.Serializer):
     queue = serializers.CharField(max_length=63)
     flavor = serializers.CharField(max_length=63)
     pod_sets = PodSetIn(many=True, allow_empty=False)
-    priority = serializers.IntegerField(default=0, min_value=-1_000_000, max_value=1_000_000)
+    priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True, default=None,
+                                           help_text="A priority class your team may use; omitted: the default class.")
+    priority = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=-1_000_000, max_value=1_000_000,
+                                        help_text="Admins only: a raw priority overriding the class's value.")
     topology = TopologyIn(required=False, default=dict)
     runtime_limit_s = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
     checkpoint_interval_s = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
@@ -81,6 +85,35 @@ class TeamIn(StrictMixin, serializers.Serializer):
 
 class TeamPatchIn(StrictMixin, serializers.Serializer):
     allotments = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=MAX_COUNT), required=True)
+
+
+class PriorityClassPatchIn(StrictMixin, serializers.Serializer):
+    value = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000, required=False)
+    description = serializers.CharField(max_length=500, allow_blank=True, required=False)
+    is_default = serializers.BooleanField(required=False)
+    teams = serializers.ListField(child=serializers.CharField(max_length=63), allow_null=True, required=False,
+                                  help_text="Teams that may use the class; null: every team.")
+    max_gpus_per_team = serializers.IntegerField(min_value=0, max_value=2**31 - 1, allow_null=True, required=False,
+                                                 help_text="GPUs each team may run at this class at once; null: no cap.")
+
+
+class PriorityClassIn(PriorityClassPatchIn):
+    name = serializers.CharField(max_length=63)
+    value = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000)
+
+
+class AuditQueryIn(serializers.Serializer):
+    team = serializers.CharField(max_length=63, required=False)
+    action = serializers.ChoiceField([a.value for a in AuditAction], required=False)
+    actor = serializers.CharField(max_length=150, required=False)
+    target_type = serializers.CharField(max_length=32, required=False)
+    target_id = serializers.CharField(max_length=253, required=False)
+    before = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False, help_text="Records with a lower id (keyset).")
+    limit = serializers.IntegerField(min_value=1, max_value=200, required=False, default=50)
+
+
+class CommentIn(StrictMixin, serializers.Serializer):
+    comment = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
 
 
 # --- output ---------------------------------------------------------------------------------------
@@ -141,6 +174,7 @@ class JobListOut(serializers.Serializer):
     team = serializers.CharField(source="queue.team.name")
     flavor = serializers.CharField(source="flavor.name")
     state = serializers.ChoiceField([s.value for s in JobState])
+    priority_class = serializers.CharField(source="priority_class.name", allow_null=True, default=None)
     priority = serializers.IntegerField()
     gpus = serializers.IntegerField()
     pod_sets = PodSetOut(many=True)
@@ -182,7 +216,8 @@ class JobEventOut(serializers.Serializer):
     at = serializers.DateTimeField(source="created_at")
 
     def get_actor(self, event) -> str | None:
-        return event.actor.username if event.actor else None
+        """Null for the reconciler, and on another team's job (scheduling.permissions.restrict_event_actors)."""
+        return getattr(event, "actor_username", None)
 
 
 class JobDetailOut(JobListOut):
@@ -264,6 +299,36 @@ class PreemptionOut(serializers.Serializer):
     decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
     decided_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
+
+
+class PriorityClassOut(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.IntegerField()
+    description = serializers.CharField()
+    is_default = serializers.BooleanField()
+    teams = serializers.SerializerMethodField()
+    max_gpus_per_team = serializers.IntegerField(allow_null=True)
+
+    def get_teams(self, pc) -> list[str] | None:
+        return None if pc.is_for_all_teams else sorted(t.name for t in pc.teams.all())
+
+
+class AuditRecordOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(source="actor_name")
+    action = serializers.CharField()
+    target_type = serializers.CharField()
+    target_id = serializers.CharField()
+    team = serializers.CharField(source="team.name", allow_null=True, default=None)
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    comment = serializers.CharField()
+
+
+class AuditPageOut(serializers.Serializer):
+    results = AuditRecordOut(many=True)
+    next_before = serializers.IntegerField(allow_null=True, help_text="Pass as `before` for the next (older) page.")
 
 
 class TeamUsageOut(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -14,6 +15,7 @@ from portal.api.filters import JobFilter
 from portal.api.pagination import JobPagination, NodePagination
 from scheduling import selectors, services
 from scheduling.models import Team
+from scheduling.permissions import can_read_audit
 
 
 class TeamsView(APIView):
@@ -114,6 +116,7 @@ class JobsView(KnownQueryParameters, ListAPIView):
             flavor_name=data["flavor"],
             name=data["name"],
             pod_sets=[dict(p) for p in data["pod_sets"]],
+            priority_class=data["priority_class"] or None,
             priority=data["priority"],
             topology_required=topology.get("required") or None,
             topology_preferred=topology.get("preferred") or None,
@@ -148,6 +151,14 @@ class NodesView(KnownQueryParameters, ListAPIView):
 
     def get_queryset(self):
         return selectors.node_list()
+
+
+class NodeCordonView(APIView):
+    @extend_schema(request=s.CommentIn, responses=s.NodeOut)
+    def post(self, request, name: str, is_cordoned: bool):
+        """Admins: no new gangs on the node (running ones stay), or allow them again; optional `comment`."""
+        node = services.node_cordon(actor=request.user, node_name=name, is_cordoned=is_cordoned, comment=_comment(request))
+        return Response(s.NodeOut(selectors.node_list().get(pk=node.pk)).data)
 
 
 class FleetView(APIView):
@@ -187,17 +198,65 @@ class PreemptionsView(ListAPIView):
 
 
 class PreemptionApproveView(APIView):
-    @extend_schema(request=None, responses=s.PreemptionOut)
+    @extend_schema(request=s.CommentIn, responses=s.PreemptionOut)
     def post(self, request, pk: int):
-        plan = services.preemption_approve(actor=request.user, plan_id=pk)
+        plan = services.preemption_approve(actor=request.user, plan_id=pk, comment=_comment(request))
         return Response(s.PreemptionOut(selectors.preemption_list().get(pk=plan.pk)).data)
 
 
 class PreemptionRejectView(APIView):
-    @extend_schema(request=None, responses=s.PreemptionOut)
+    @extend_schema(request=s.CommentIn, responses=s.PreemptionOut)
     def post(self, request, pk: int):
-        plan = services.preemption_reject(actor=request.user, plan_id=pk)
+        plan = services.preemption_reject(actor=request.user, plan_id=pk, comment=_comment(request))
         return Response(s.PreemptionOut(selectors.preemption_list().get(pk=plan.pk)).data)
+
+
+def _comment(request) -> str:
+    """The decision's optional comment; an empty body is no comment."""
+    return _valid(s.CommentIn, request)["comment"] if request.data else ""
+
+
+class PriorityClassesView(APIView):
+    @extend_schema(responses=s.PriorityClassOut(many=True))
+    def get(self, request):
+        return Response(s.PriorityClassOut(selectors.priority_class_list(), many=True).data)
+
+    @extend_schema(request=s.PriorityClassIn, responses={201: s.PriorityClassOut})
+    def post(self, request):
+        data = _valid(s.PriorityClassIn, request)
+        pc = services.priority_class_create(actor=request.user, **data)
+        return Response(s.PriorityClassOut(selectors.priority_class_get(name=pc.name)).data, status=status.HTTP_201_CREATED)
+
+
+class PriorityClassDetailView(APIView):
+    @extend_schema(responses=s.PriorityClassOut)
+    def get(self, request, name: str):
+        return Response(s.PriorityClassOut(selectors.priority_class_get(name=name)).data)
+
+    @extend_schema(request=s.PriorityClassPatchIn, responses=s.PriorityClassOut)
+    def patch(self, request, name: str):
+        selectors.priority_class_get(name=name)  # 404 before validating the body
+        services.priority_class_update(actor=request.user, name=name, **_valid(s.PriorityClassPatchIn, request))
+        return Response(s.PriorityClassOut(selectors.priority_class_get(name=name)).data)
+
+
+class AuditView(APIView):
+    @extend_schema(
+        parameters=[s.AuditQueryIn],
+        responses=s.AuditPageOut,
+    )
+    def get(self, request):
+        """The audit log, newest first (admins: all; team leads: their teams'); `before` pages back by id."""
+        if not can_read_audit(request.user):
+            raise PermissionDenied("only admins and team leads read the audit log")
+        query = s.AuditQueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        filters = {k: v for k, v in query.validated_data.items() if v not in (None, "")}
+        limit = filters.pop("limit", 50)
+        records = selectors.audit_list(user=request.user, limit=limit + 1, **filters)
+        page = records[:limit]
+        next_before = page[-1].pk if len(records) > limit else None
+        return Response(s.AuditPageOut({"results": page, "next_before": next_before}).data)
 
 
 def _valid(serializer_class, request) -> dict:

@@ -28,15 +28,20 @@ class JobSubmitForm(forms.Form):
     name = forms.CharField(max_length=200)
     queue = forms.CharField(widget=forms.Select)
     flavor = forms.CharField(widget=forms.Select)
-    priority = forms.IntegerField(initial=0)
+    priority_class = forms.CharField(required=False, widget=forms.Select, label="Priority class")
+    priority = forms.IntegerField(required=False, label="Raw priority (admins; overrides the class)")
     topology_required = forms.CharField(required=False, widget=forms.Select, label="Required topology")
     topology_preferred = forms.CharField(required=False, widget=forms.Select, label="Preferred topology")
     runtime_limit_s = forms.IntegerField(required=False, initial=3600, label="Runtime limit (s)")
     checkpoint_interval_s = forms.IntegerField(required=False, initial=600, label="Checkpoint interval (s)")
     preemptible = forms.BooleanField(required=False, initial=True)
 
-    def __init__(self, *args, queues: list[str], flavors: list[str], levels: list[str], **kwargs):
+    def __init__(self, *args, queues: list[str], flavors: list[str], levels: list[str], priority_classes: list[tuple[str, str]],
+                 may_set_priority: bool, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["priority_class"].widget.choices = [("", "the default class"), *priority_classes]
+        if not may_set_priority:
+            del self.fields["priority"]
         self.fields["queue"].widget.choices = [(q, q) for q in queues]
         self.fields["flavor"].widget.choices = [(f, f) for f in flavors]
         level_choices = [("", "—")] + [(level, level) for level in levels]

@@ -22,4 +22,5 @@ urlpatterns = [
     path("preemptions/", views.preemption_list, name="preemption-list"),
     path("history/", views.history, name="history"),
     path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
+    path("audit/", views.audit_list, name="audit-list"),
 ]

@@ -1,4 +1,4 @@
-"""Server-rendered pages: jobs (list, submit, detail), fleet, queues and preemption plans."""
+"""Server-rendered pages: jobs (list, submit, detail), fleet, queues, preemption plans and the audit log."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from django.views.decorators.http import require_POST
 from portal.web.forms import AllotmentForm, JobSubmitForm, QuotaForm, filled_rows, pod_set_formset
 from scheduling import selectors, services
 from scheduling.core.model import JobState
-from scheduling.models import FleetSettings, Flavor, Job, PreemptionPlan, Queue, Team
-from scheduling.permissions import can_cancel_job, can_edit_team_queues, is_admin, team_ids_of
+from scheduling.models import AuditAction, FleetSettings, Flavor, Job, PreemptionPlan, Queue, Role, Team
+from scheduling.permissions import can_cancel_job, can_edit_team_queues, can_read_audit, is_admin, team_ids_of
 from scheduling.selectors.glance import queue_glance
 from scheduling.selectors.history import queue_history
 from scheduling.selectors.preemption import PLAN_VIEWS
@@ -57,6 +57,8 @@ def job_submit(request):
         "queues": list(allowed.values_list("name", flat=True)),
         "flavors": list(Flavor.objects.order_by("name").values_list("name", flat=True)),
         "levels": list(FleetSettings.load().topology_levels),
+        "priority_classes": _priority_class_choices(request.user),
+        "may_set_priority": is_admin(request.user),
     }
     form = JobSubmitForm(request.POST or None, **form_kwargs)
     pod_sets = pod_set_formset(request.POST or None)
@@ -69,7 +71,8 @@ def job_submit(request):
                 flavor_name=data["flavor"],
                 name=data["name"],
                 pod_sets=[row.cleaned_data for row in filled_rows(pod_sets)],
-                priority=data["priority"],
+                priority_class=data["priority_class"] or None,
+                priority=data.get("priority"),
                 topology_required=data["topology_required"] or None,
                 topology_preferred=data["topology_preferred"] or None,
                 runtime_limit_s=data["runtime_limit_s"],
@@ -87,6 +90,15 @@ def job_submit(request):
     return render(request, "web/job_submit.html", {"form": form, "pod_sets": pod_sets}, status=400 if failed else 200)
 
 
+def _priority_class_choices(user) -> list[tuple[str, str]]:
+    """The classes `user` may choose (admins: all), labelled with their value and cap."""
+    classes = selectors.priority_class_list()
+    if not is_admin(user):
+        classes = [pc for pc in classes if pc.is_for_all_teams or any(t.pk in team_ids_of(user) for t in pc.teams.all())]
+    return [(pc.name, f"{pc.name} ({pc.value}{f', ≤ {pc.max_gpus_per_team} GPUs per team' if pc.max_gpus_per_team is not None else ''})")
+            for pc in classes]
+
+
 @login_required
 def job_detail(request, pk: int):
     try:
@@ -98,6 +110,7 @@ def job_detail(request, pk: int):
     context = {
         "job": job, "is_final": is_final, "explanation": job_explanation_get(job=job), "idle": idle,
         "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S, "can_cancel": not is_final and can_cancel_job(request.user, job),
+        "audit": selectors.audit_for_job(user=request.user, job=job),
     }
     if request.htmx:
         return render(request, "web/_job_live.html", context)
@@ -289,13 +302,40 @@ def preemption_decide(request, pk: int, decision: str):
     if decide is None:
         raise Http404("unknown decision")
     try:
-        decide(actor=request.user, plan_id=pk)
+        decide(actor=request.user, plan_id=pk, comment=request.POST.get("comment", "").strip())
         messages.success(request, f"Plan {pk} {decision}d.")
     except PreemptionPlan.DoesNotExist as error:
         raise Http404("no such plan") from error
     except (PermissionDenied, ValidationError) as error:
         messages.error(request, " ".join(getattr(error, "messages", [str(error)])))
     return redirect("web:preemption-list")
+
+
+AUDIT_PAGE = 50
+
+
+@login_required
+def audit_list(request):
+    """Admins: every record; leads: their teams'. Filters team, action, actor; `before` pages back by id."""
+    if not can_read_audit(request.user):
+        raise PermissionDenied("only admins and team leads read the audit log")
+    filters = {key: request.GET.get(key) or None for key in ("team", "action", "actor")}
+    if filters["action"] not in {a.value for a in AuditAction}:
+        filters["action"] = None
+    before = request.GET.get("before", "")
+    records = selectors.audit_list(user=request.user, **filters, before=int(before) if before.isdigit() else None,
+                                   limit=AUDIT_PAGE + 1)
+    page, next_before = records[:AUDIT_PAGE], (records[AUDIT_PAGE - 1].pk if len(records) > AUDIT_PAGE else None)
+    teams = Team.objects.order_by("name").values_list("name", flat=True)
+    if not is_admin(request.user):
+        teams = teams.filter(pk__in=team_ids_of(request.user, role=Role.LEAD))
+    older = request.GET.copy()
+    older["before"] = next_before or ""
+    return render(request, "web/audit_list.html", {
+        "records": page, "filters": filters, "next_before": next_before, "older_query": older.urlencode(),
+        "teams": list(teams), "actions": [a.value for a in AuditAction], "actors": selectors.audit_actors(user=request.user),
+        "is_admin": is_admin(request.user),
+    })
 
 
 @login_required

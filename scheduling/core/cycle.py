@@ -23,6 +23,7 @@ from scheduling.core.model import (
 from scheduling.core.payoff import unpaid_preemption
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
+from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.core.quota import QuotaLedger
 from scheduling.core.readiness import gangs_not_ready
 from scheduling.core.reasons import fit_failure_message
@@ -79,6 +80,7 @@ class _Cycle:
         evicted = {e.job_id for e in self.evictions}
         self.holding: dict[int, Job] = {job.id: job for job in snapshot.admitted if job.id not in evicted}
         self.fleet, self.ledger = _BASE_BY_THREAD.base.state_for(snapshot, self.config.topology_aware, self.holding)
+        self.class_limits = PriorityClassLimits(snapshot.priority_class_caps, self.holding.values())
         self.protected: set[int] = set()
         # Capacity only shrinks while nothing is preempted, so a failure stays a failure until then.
         self.fit_failures: dict[tuple, str] = {}
@@ -140,7 +142,7 @@ class _Cycle:
                 self.last_admitted = True
                 return
             self.pending.add(job.id, blocked)
-            if blocked[0] is not PendingReason.BACKOFF and (strict or self.is_starving(job)):
+            if blocked[0] not in (PendingReason.BACKOFF, PendingReason.PRIORITY_CLASS) and (strict or self.is_starving(job)):
                 self.block_rest_of_queue(queue_name, job)
                 return
         self.cursor[queue_name] = position
@@ -192,6 +194,9 @@ class _Cycle:
         now = self.snapshot.now
         if job.backoff_until is not None and job.backoff_until > now:
             return PendingReason.BACKOFF, f"backing off until {job.backoff_until:.0f} after an eviction"
+        over_class_cap = self.class_limits.check(job)  # waits, never preempts: checked before the shape caches
+        if over_class_cap is not None:
+            return over_class_cap
         # Capacity and quota only shrink while nothing is preempted, so a failure of one queue and
         # shape stays a failure until forget_failures(); 100,000 pending jobs of a few shapes cost a
         # few analyses and one dictionary lookup each.
@@ -262,6 +267,7 @@ class _Cycle:
             victim_job = self.holding.pop(victim.job_id)
             self.fleet.release_placement(victim_job.placement, victim_job)
             self.ledger.remove(victim_job)
+            self.class_limits.remove(victim_job)
         self.forget_failures()
         placement = self.fleet.place(job, within=self.fleet.domain_by_key[plan.domain])
         check = self.ledger.check(job)
@@ -312,6 +318,7 @@ class _Cycle:
 
     def admit(self, job: Job, placement, is_borrowing: bool, preempted: tuple[int, ...]) -> None:
         self.ledger.add(job)
+        self.class_limits.add(job)
         self.protected.add(job.id)
         self.admissions.append(Admission(job.id, placement, is_borrowing, preempted))
 

@@ -68,6 +68,7 @@ class Level:
     NODES = PendingReason.NODES.value
     HEALTH = PendingReason.HEALTH.value
     ORDER = PendingReason.ORDER.value
+    PRIORITY_CLASS = PendingReason.PRIORITY_CLASS.value
 
 
 class NodeReason:
@@ -90,6 +91,7 @@ class Action:
     DRAIN_NODE = "drain_node"
     DEFRAGMENT = "defragment"
     PREEMPT = "preempt"
+    LOWER_CLASS = "lower_class"
     SHRINK = "shrink"
     RELAX_TOPOLOGY = "relax_topology"
     OTHER_FLAVOR = "other_flavor"
@@ -366,7 +368,7 @@ class Explainer:
         kind = verdict.reason if verdict is not None else None
         if kind is PendingReason.AWAITING_APPROVAL:
             return (*base, kind, job.id)
-        if kind is PendingReason.ORDER or kind is PendingReason.BACKOFF:
+        if kind is PendingReason.ORDER or kind is PendingReason.BACKOFF or kind is PendingReason.PRIORITY_CLASS:
             return (*base, kind, verdict.message)
         return base
 
@@ -395,9 +397,12 @@ class Explainer:
             order = verdict.message
             if blocking is None:
                 blocking = Level.ORDER
+        class_cap = verdict.message if verdict is not None and verdict.reason is PendingReason.PRIORITY_CLASS else ""
+        if class_cap:  # the cycle checks the class's cap before quota and placement
+            blocking = Level.PRIORITY_CLASS
         never = self._never_fits(job, queue)
         fixes = self._fixes(job, queue, blocking, quota, fit, nodes, health, never, verdict)
-        summary = self._summary(job, blocking, quota, fit, nodes, health, order, never)
+        summary = class_cap or self._summary(job, blocking, quota, fit, nodes, health, order, never)
         headline = self._headline(job, queue, blocking, quota, fit, nodes, health, order, never, fixes)
         return Explanation(blocking, summary, quota, fit, nodes, health, fixes, order=order, never_fits=never, headline=headline)
 
@@ -663,6 +668,9 @@ class Explainer:
         if not never:
             fixes.append(Fix(Action.WAIT, 0.0, (), False,
                              "wait: running jobs end at their runtime limits and the queue moves (see the estimated start)"))
+        if blocking == Level.PRIORITY_CLASS:
+            fixes.append(Fix(Action.LOWER_CLASS, 0.0, (), False,
+                             f"resubmit at a lower priority class: {job.priority_class}'s cap does not apply there"))
         if not quota.fits:
             fixes.extend(self._quota_fixes(job, queue, quota))
         if blocking in (Level.NODES, Level.HEALTH) or (blocking == Level.FIT and health.count):
@@ -984,6 +992,9 @@ class Explainer:
             text = f"No node can take one of its {nodes.pod_gpus}-GPU pods right now ({nodes.eligible} of {nodes.total} could)"
         elif blocking == Level.HEALTH:
             text = f"It would fit if every GPU were healthy: {_count(health.count, 'node')} report missing GPUs"
+        elif blocking == Level.PRIORITY_CLASS:
+            text = (f"Team {queue.team} already runs as many GPUs at priority class {job.priority_class} as a team may; "
+                    f"it starts as those jobs end, or sooner at a lower class")
         elif blocking == Level.ORDER:
             text = f"It fits now but waits its turn: {order}"
         else:

@@ -61,6 +61,8 @@ class PendingReason(enum.StrEnum):
     ORDER = "order"
     BACKOFF = "backoff"
     AWAITING_APPROVAL = "awaiting_approval"
+    PRIORITY_CLASS = "priority_class"
+    """Its team already runs its cap of GPUs at the job's priority class (see priority_limits)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,7 @@ class Job:
     evictions: int = 0
     backoff_until: float | None = None
     preempted_by: int | None = None
+    priority_class: str | None = None
     attained_gpu_s: float = 0.0
     """GPU-seconds run in earlier runs (before a preemption or eviction); see core.attained."""
 
@@ -240,6 +243,8 @@ class Snapshot:
     """Per queue: GPU-seconds used, decayed by the configured half-life (see fairshare.decay_usage)."""
     approved_preemptions: Mapping[int, frozenset[int]] = field(default_factory=dict)
     """Per pending job id: the victim ids an admin approved for it."""
+    priority_class_caps: Mapping[str, int] = field(default_factory=dict)
+    """Per priority class: the GPUs each team may hold at once in jobs of that class (classes without a cap absent)."""
     awaiting_plans: Mapping[int, "PlannedPreemption"] = field(default_factory=dict)
     """Per pending job id: its plan still awaiting an admin's decision, with the fingerprint of the state
     it was planned on. While that state holds, the cycle proposes it again without planning."""

@@ -1,14 +1,18 @@
 """Persistence of the scheduling domain; states and reasons come from scheduling.core enums."""
 
+from scheduling.models.audit import AuditAction, AuditRecord
 from scheduling.models.fleet import FleetSettings, Node, ReconcileState
 from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
 from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
+from scheduling.models.priority import PriorityClass
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
 from scheduling.models.usage import GpuUsageSample, UsageRollup, WorkloadRejection
 
 __all__ = [
+    "AuditAction",
+    "AuditRecord",
     "Cohort",
     "FleetSettings",
     "GpuUsageSample",
@@ -21,6 +25,7 @@ __all__ = [
     "PlanStatus",
     "PodSet",
     "PreemptionPlan",
+    "PriorityClass",
     "PreemptionVictim",
     "Queue",
     "QueueQuota",

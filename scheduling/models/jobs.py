@@ -18,6 +18,7 @@ class Job(models.Model):
     name = models.CharField(max_length=200)
     flavor = models.ForeignKey("scheduling.Flavor", on_delete=models.PROTECT, related_name="jobs")
     priority = models.IntegerField(default=0)
+    priority_class = models.ForeignKey("scheduling.PriorityClass", on_delete=models.PROTECT, null=True, blank=True, related_name="jobs")
     topology_required = models.CharField(max_length=63, blank=True, default="")
     topology_preferred = models.CharField(max_length=63, blank=True, default="")
     runtime_limit_s = models.PositiveIntegerField(null=True, blank=True)

@@ -1,18 +1,25 @@
 """Reads for the API and the web pages, filtered by who is asking (see scheduling.permissions)."""
 
+from scheduling.selectors.audit import audit_actors, audit_for_job, audit_list
 from scheduling.selectors.fleet import fleet_summary, node_list
 from scheduling.selectors.jobs import job_get, job_list, job_page
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
 from scheduling.selectors.preemption import preemption_list
+from scheduling.selectors.priority_classes import priority_class_get, priority_class_list
 from scheduling.selectors.usage import idle_allocations, job_usage_over_time, usage_over_time, usage_report
 
 __all__ = [
+    "audit_actors",
+    "audit_for_job",
+    "audit_list",
     "fleet_summary",
     "job_get",
     "job_list",
     "job_page",
     "node_list",
     "preemption_list",
+    "priority_class_get",
+    "priority_class_list",
     "queue_get",
     "queue_list",
     "team_get",

@@ -7,7 +7,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
 
 from scheduling.models import Job, JobEvent, Placement, Queue
-from scheduling.permissions import restrict_jobs
+from scheduling.permissions import restrict_event_actors, restrict_jobs
 
 PAGE_SIZE = 50
 """Rows of a page of the web job list."""
@@ -23,7 +23,8 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
     """Jobs `user` may see, newest first (the job_list_order indexes), annotated with `why`, without the
     explanation; `owner` matches only jobs whose owner `user` may see."""
     jobs = (
-        restrict_jobs(user, Job.objects.all()).select_related("queue__team", "flavor", "owner").prefetch_related("pod_sets")
+        restrict_jobs(user, Job.objects.all())
+        .select_related("queue__team", "flavor", "owner", "priority_class").prefetch_related("pod_sets")
         .defer("explanation", "pod_template").annotate(why=_why())
     )
     if queue:
@@ -69,11 +70,12 @@ def job_page(jobs: QuerySet, *, older_than: int | None = None, newer_than: int |
 
 
 def job_get(*, user, job_id: int) -> Job:
-    """One visible job with pod sets, placement (node names) and events; raises Job.DoesNotExist."""
-    return (
+    """One visible job with pod sets, placement (node names) and events (actors hidden on other teams' jobs);
+    raises Job.DoesNotExist."""
+    job = (
         restrict_jobs(user, Job.objects.all())
         .annotate(why=_why())
-        .select_related("queue__team", "flavor", "owner", "preempted_by")
+        .select_related("queue__team", "flavor", "owner", "preempted_by", "priority_class")
         .prefetch_related(
             "pod_sets",
             Prefetch("placements", queryset=Placement.objects.select_related("node", "pod_set").order_by("pod_set_id", "pod_index")),
@@ -81,3 +83,5 @@ def job_get(*, user, job_id: int) -> Job:
         )
         .get(pk=job_id)
     )
+    restrict_event_actors(user, job)
+    return job

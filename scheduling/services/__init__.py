@@ -4,7 +4,9 @@ from scheduling.services.cluster import cluster_nodes_sync, cluster_workloads_sy
 from scheduling.services.fleet import fleet_sync
 from scheduling.services.jobs import job_cancel, job_submit
 from scheduling.services.org import team_create, team_update
+from scheduling.services.nodes import node_cordon
 from scheduling.services.preemption import preemption_approve, preemption_reject
+from scheduling.services.priority_classes import priority_class_create, priority_class_resolve, priority_class_update
 from scheduling.services.queues import queue_create, queue_update
 from scheduling.services.reconcile import ReconcileResult, admission_cycle_run
 from scheduling.services.usage import usage_collect
@@ -17,8 +19,12 @@ __all__ = [
     "fleet_sync",
     "job_cancel",
     "job_submit",
+    "node_cordon",
     "preemption_approve",
     "preemption_reject",
+    "priority_class_create",
+    "priority_class_resolve",
+    "priority_class_update",
     "queue_create",
     "queue_update",
     "team_create",

@@ -11,18 +11,19 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from scheduling.fleetfile import demo_fleet, fleet_load
-from scheduling.models import Cohort, Flavor, Job, Membership, Queue, QueueQuota, QueueUsage, Role, Team, TeamAllotment
+from scheduling.models import Cohort, Flavor, Job, Membership, PriorityClass, Queue, QueueQuota, QueueUsage, Role, Team, TeamAllotment
 from scheduling.services.fleet import fleet_sync
 from scheduling.services.jobs import job_submit
+from scheduling.services.priority_classes import priority_class_create
 
 DEMO_PASSWORD = "gangway"
 DEMO_TEAMS = ("vision", "language", "speech", "robotics", "recsys", "safety", "infra", "research")
 COHORT = "shared"
 
-# (team, name, pods, gpus_per_pod, priority, runtime_limit_min, topology required, preferred)
+# (team, name, pods, gpus_per_pod, priority class, runtime_limit_min, topology required, preferred)
 # Submitted after the first pass, when the fleet is busy: it fits its team's nominal quota, but the
 # other teams borrow that quota, so reclaiming it is a cross-team preemption plan for the admin to approve.
-DEMO_BACKLOG = [("research", "frontier-pretrain-48x8", 48, 8, 50, 30, "block", "rack")]
+DEMO_BACKLOG = [("research", "frontier-pretrain-48x8", 48, 8, "urgent", 30, "block", "rack")]
 # Research is the big-pretraining team: it holds most of the H100 allotment; the others lend and borrow.
 ALLOTMENT_WEIGHTS = {"research": 9}
 # The story of the first screens lasts: the other teams' big gangs (32+ GPUs, most of it borrowed quota) run
@@ -30,37 +31,45 @@ ALLOTMENT_WEIGHTS = {"research": 9}
 # backlog gang: the only way is a cross-team plan that waits for `admin` until someone decides. The small jobs
 # come and go every few minutes.
 
+# (name, value, description, teams (None: all), GPUs per team at the class (None: no cap), is the default)
+DEMO_PRIORITY_CLASSES = [
+    ("low", -10, "Sweeps and evaluations that may wait.", None, None, False),
+    ("normal", 0, "Most work.", None, None, True),
+    ("high", 10, "Deadline work; at most 64 GPUs per team at once.", None, 64, False),
+    ("urgent", 50, "The flagship pretraining run.", ["research"], None, False),
+]
+
 DEMO_JOBS = [
-    ("vision", "vit-h-pretrain", 8, 8, 10, 480, "block", "rack"),
-    ("vision", "detector-sweep-a", 1, 4, 0, 6, None, None),
-    ("vision", "segmenter-finetune", 2, 8, 0, 9, None, "rack"),
-    ("language", "llm-13b-sft", 8, 8, 20, 480, "block", "rack"),
-    ("language", "tokenizer-eval", 1, 1, 0, 4, None, None),
-    ("language", "rlhf-reward-model", 4, 8, 5, 480, None, "rack"),
-    ("speech", "asr-conformer", 4, 8, 0, 480, None, "rack"),
-    ("speech", "tts-vocoder", 1, 2, 0, 5, None, None),
-    ("speech", "speech-lm-pretrain", 6, 8, 10, 480, "block", "rack"),
-    ("robotics", "policy-distill", 2, 8, 0, 8, None, None),
-    ("robotics", "sim2real-sweep", 1, 4, 0, 6, None, None),
-    ("robotics", "world-model", 8, 8, 10, 480, "block", "rack"),
-    ("recsys", "ranker-retrain", 4, 8, 0, 480, None, "rack"),
-    ("recsys", "embedding-refresh", 2, 4, 0, 5, None, None),
-    ("recsys", "two-tower-large", 8, 8, 5, 480, None, "rack"),
-    ("safety", "red-team-evals", 1, 8, 30, 6, None, None),
-    ("safety", "classifier-sweep", 1, 2, 0, 4, None, None),
-    ("safety", "reward-hacking-study", 4, 8, 0, 480, None, "rack"),
-    ("infra", "nccl-burn-in", 2, 8, 0, 3, None, "rack"),
-    ("infra", "checkpoint-io-bench", 1, 1, 0, 3, None, None),
-    ("research", "moe-ablation", 4, 8, 0, 10, None, "rack"),
-    ("research", "long-context-probe", 2, 8, 0, 8, None, None),
-    ("language", "llm-70b-continued", 16, 8, 10, 480, "block", "rack"),
-    ("vision", "video-diffusion", 16, 8, 0, 480, "block", "rack"),
-    ("speech", "a100-whisper-ft", 2, 8, 0, 9, None, None),
-    ("robotics", "a100-rl-rollouts", 1, 8, 0, 6, None, None),
-    ("safety", "a100-interp", 1, 4, 0, 5, None, None),
-    ("recsys", "ranker-retrain-2", 4, 8, 0, 480, None, "rack"),
-    ("infra", "fabric-soak", 8, 8, 0, 480, None, "rack"),
-    ("research", "scaling-law-sweep", 12, 8, 0, 15, "block", None),
+    ("vision", "vit-h-pretrain", 8, 8, "high", 480, "block", "rack"),
+    ("vision", "detector-sweep-a", 1, 4, "low", 6, None, None),
+    ("vision", "segmenter-finetune", 2, 8, "high", 9, None, "rack"),
+    ("language", "llm-13b-sft", 8, 8, "high", 480, "block", "rack"),
+    ("language", "tokenizer-eval", 1, 1, "normal", 4, None, None),
+    ("language", "rlhf-reward-model", 4, 8, "high", 480, None, "rack"),
+    ("speech", "asr-conformer", 4, 8, "normal", 480, None, "rack"),
+    ("speech", "tts-vocoder", 1, 2, "normal", 5, None, None),
+    ("speech", "speech-lm-pretrain", 6, 8, "high", 480, "block", "rack"),
+    ("robotics", "policy-distill", 2, 8, "normal", 8, None, None),
+    ("robotics", "sim2real-sweep", 1, 4, "normal", 6, None, None),
+    ("robotics", "world-model", 8, 8, "high", 480, "block", "rack"),
+    ("recsys", "ranker-retrain", 4, 8, "normal", 480, None, "rack"),
+    ("recsys", "embedding-refresh", 2, 4, "normal", 5, None, None),
+    ("recsys", "two-tower-large", 8, 8, "high", 480, None, "rack"),
+    ("safety", "red-team-evals", 1, 8, "high", 6, None, None),
+    ("safety", "classifier-sweep", 1, 2, "low", 4, None, None),
+    ("safety", "reward-hacking-study", 4, 8, "normal", 480, None, "rack"),
+    ("infra", "nccl-burn-in", 2, 8, "normal", 3, None, "rack"),
+    ("infra", "checkpoint-io-bench", 1, 1, "low", 3, None, None),
+    ("research", "moe-ablation", 4, 8, "normal", 10, None, "rack"),
+    ("research", "long-context-probe", 2, 8, "normal", 8, None, None),
+    ("language", "llm-70b-continued", 16, 8, "normal", 480, "block", "rack"),
+    ("vision", "video-diffusion", 16, 8, "normal", 480, "block", "rack"),
+    ("speech", "a100-whisper-ft", 2, 8, "normal", 9, None, None),
+    ("robotics", "a100-rl-rollouts", 1, 8, "normal", 6, None, None),
+    ("safety", "a100-interp", 1, 4, "normal", 5, None, None),
+    ("recsys", "ranker-retrain-2", 4, 8, "normal", 480, None, "rack"),
+    ("infra", "fabric-soak", 8, 8, "normal", 480, None, "rack"),
+    ("research", "scaling-law-sweep", 12, 8, "normal", 15, "block", None),
 ]
 
 
@@ -107,10 +116,13 @@ def demo_seed(*, now: float | None = None) -> DemoSeedResult:
             Membership.objects.get_or_create(user=user, team=team, defaults={"role": role})
             users.append((username, DEMO_PASSWORD))
             members.setdefault(team_name, []).append(user)
+    for name, value, description, teams, cap, is_default in DEMO_PRIORITY_CLASSES:
+        if not PriorityClass.objects.filter(name=name).exists():
+            priority_class_create(actor=admin, name=name, value=value, description=description, teams=teams,
+                                  max_gpus_per_team=cap, is_default=is_default)
     created = 0
     if not Job.objects.exists():
         created = _submit(DEMO_JOBS, members=members, now=now - 600)
-    del admin
     return DemoSeedResult(users=users, jobs_created=created)
 
 
@@ -138,7 +150,7 @@ def _submit(jobs, *, members, now: float) -> int:
     """Submit the demo jobs whose flavor the fleet has (a custom GANGWAY_FLEET may lack one)."""
     created = 0
     flavors = set(Flavor.objects.filter(nodes__isnull=False).values_list("name", flat=True))
-    for offset, (team, name, pods, gpus, priority, limit_min, required, preferred) in enumerate(jobs):
+    for offset, (team, name, pods, gpus, priority_class, limit_min, required, preferred) in enumerate(jobs):
         flavor = "A100-80GB" if name.startswith("a100-") else "H100-80GB"
         if flavor not in flavors:
             continue
@@ -150,7 +162,7 @@ def _submit(jobs, *, members, now: float) -> int:
                 flavor_name=flavor,
                 name=name,
                 pod_sets=[{"name": "worker", "count": pods, "gpus_per_pod": gpus}],
-                priority=priority,
+                priority_class=priority_class,
                 topology_required=required,
                 topology_preferred=preferred,
                 runtime_limit_s=limit_min * 60,

@@ -12,10 +12,12 @@ from django.db import transaction
 from django.db.models import Max, Sum
 
 from scheduling.core.model import JobState
-from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue
-from scheduling.permissions import can_cancel_job, can_submit_to_team
+from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, Node, PodSet, PriorityClass, Queue
+from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
+from scheduling.services.audit import audit_record
 from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
+from scheduling.services.priority_classes import priority_class_resolve
 
 MAX_POD_SETS = 8
 logger = logging.getLogger("scheduling.jobs")
@@ -94,6 +96,17 @@ def _team_namespace(team) -> str:
     return owned or settings.GANGWAY_NAMESPACE
 
 
+def _resolve_class(errors: Errors, name, queue: Queue | None) -> PriorityClass | None:
+    if queue is None:
+        return None
+    try:
+        return priority_class_resolve(name=name, team=queue.team)
+    except ValidationError as error:
+        for reason in error.message_dict["priority_class"]:
+            errors.add("priority_class", reason)
+        return None
+
+
 def workload_name(name: str, job_id: int) -> str:
     """A DNS-1123 name for the job's Job in the cluster, short enough for its pods' names too."""
     slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:40].strip("-") or "job"
@@ -117,7 +130,8 @@ def job_submit(
     flavor_name: str,
     name: str,
     pod_sets: list[dict],
-    priority: int = 0,
+    priority_class: str | None = None,
+    priority: int | None = None,
     topology_required: str | None = None,
     topology_preferred: str | None = None,
     runtime_limit_s: int | None = None,
@@ -127,7 +141,9 @@ def job_submit(
     now: float | None = None,
 ) -> Job:
     """Validate and store a pending gang; a reconcile pass runs after commit. With a pod template the gang
-    is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job."""
+    is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job.
+    The job runs at `priority_class` (None: the default class) and gets its value; only admins give a raw
+    `priority`, which then overrides the class's value."""
     errors = Errors()
     queue = Queue.objects.filter(name=queue_name).select_related("team").first() if isinstance(queue_name, str) else None
     if queue is None:
@@ -139,8 +155,11 @@ def job_submit(
         errors.add("flavor", f"unknown flavor {flavor_name!r}")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         errors.add("name", "must be a non-empty string of at most 200 characters")
-    if not is_count(priority) or abs(priority) > 1_000_000:
+    if priority is not None and not is_admin(user):
+        errors.add("priority", "only admins set a raw priority; choose a priority_class instead")
+    elif priority is not None and (not is_count(priority) or abs(priority) > 1_000_000):
         errors.add("priority", "must be an integer between -1000000 and 1000000")
+    chosen_class = _resolve_class(errors, priority_class, queue)
     for field, value in (("runtime_limit_s", runtime_limit_s), ("checkpoint_interval_s", checkpoint_interval_s)):
         if value is not None and (not is_count(value) or value <= 0):
             errors.add(field, "must be null or an integer > 0 (seconds)")
@@ -162,6 +181,9 @@ def job_submit(
         gang_gpus = sum(p["count"] * p["gpus_per_pod"] for p in clean_pod_sets)
         if gang_gpus > total:
             errors.add("pod_sets", f"the gang needs {gang_gpus} {flavor.name} GPUs; the whole fleet has {total} allocatable")
+        cap = chosen_class.max_gpus_per_team if chosen_class is not None else None
+        if cap is not None and gang_gpus > cap:
+            errors.add("priority_class", f"the gang needs {gang_gpus} GPUs; a team may run at most {cap} at {chosen_class.name}")
     errors.raise_if_any()
 
     submitted_at = to_datetime(now if now is not None else time.time())
@@ -170,7 +192,8 @@ def job_submit(
         queue=queue,
         name=name.strip(),
         flavor=flavor,
-        priority=priority,
+        priority=priority if priority is not None else (chosen_class.value if chosen_class is not None else 0),
+        priority_class=chosen_class,
         topology_required=topology_required or "",
         topology_preferred=topology_preferred or "",
         runtime_limit_s=runtime_limit_s,
@@ -212,5 +235,7 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
+    audit_record(actor=user, action=AuditAction.JOB_CANCEL, target=job, team=job.queue.team, before={"state": previous},
+                 after={"state": job.state}, comment=reason)
     reconcile_after_commit()
     return job

@@ -8,8 +8,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Sum
 
-from scheduling.models import Flavor, QueueQuota, Team, TeamAllotment
+from scheduling.models import AuditAction, Flavor, QueueQuota, Team, TeamAllotment
 from scheduling.permissions import is_admin
+from scheduling.services.audit import audit_record, changes
 from scheduling.services.common import Errors, create_named, is_count
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -49,6 +50,7 @@ def team_create(*, actor, name: str, allotments: dict | None = None) -> Team:
     errors.raise_if_any()
     team = create_named(Team, name=name)
     TeamAllotment.objects.bulk_create(TeamAllotment(team=team, flavor=flavor, gpus=gpus) for flavor, gpus in clean.items())
+    audit_record(actor=actor, action=AuditAction.TEAM_CREATE, target=team, team=team, after={"allotments": _allotments(team)})
     return team
 
 
@@ -73,9 +75,18 @@ def team_update(*, actor, team_name: str, allotments: dict | None = None) -> Tea
         if gpus < in_queues:
             errors.add(f"allotments.{flavor.name}", f"{gpus} is below the {in_queues} GPUs the team's queues hold as nominal quota")
     errors.raise_if_any()
+    before = _allotments(team)
     for flavor, gpus in clean.items():
         if gpus == 0:
             TeamAllotment.objects.filter(team=team, flavor=flavor).delete()
         else:
             TeamAllotment.objects.update_or_create(team=team, flavor=flavor, defaults={"gpus": gpus})
+    old, new = changes(before, _allotments(team))
+    if new:
+        audit_record(actor=actor, action=AuditAction.ALLOTMENT_UPDATE, target=team, team=team, before=old, after=new)
     return team
+
+
+def _allotments(team: Team) -> dict[str, int]:
+    """Flavor → GPUs allotted, as the audit log records them (a flavor without an allotment is absent)."""
+    return dict(TeamAllotment.objects.filter(team=team).values_list("flavor__name", "gpus"))

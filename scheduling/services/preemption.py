@@ -6,14 +6,20 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from scheduling.models import PlanStatus, PreemptionPlan
+from scheduling.models import AuditAction, PlanStatus, PreemptionPlan
 from scheduling.permissions import is_admin
+from scheduling.services.audit import audit_record
 from scheduling.services.common import reconcile_after_commit
 
 
-def _decide(*, actor, plan_id: int, status: str) -> PreemptionPlan:
+DECISION_ACTIONS = {PlanStatus.APPROVED: AuditAction.PREEMPTION_APPROVE, PlanStatus.REJECTED: AuditAction.PREEMPTION_REJECT}
+
+
+def _decide(*, actor, plan_id: int, status: str, comment: str) -> PreemptionPlan:
     if not is_admin(actor):
         raise PermissionDenied("only admins decide on preemption plans")
+    if not isinstance(comment, str) or len(comment) > 2000:
+        raise ValidationError({"comment": ["must be a string of at most 2000 characters"]})
     plan = PreemptionPlan.objects.select_for_update().filter(pk=plan_id).first()
     if plan is None:
         raise PreemptionPlan.DoesNotExist(plan_id)
@@ -23,16 +29,18 @@ def _decide(*, actor, plan_id: int, status: str) -> PreemptionPlan:
     plan.decided_by = actor
     plan.decided_at = timezone.now()
     plan.save(update_fields=["status", "decided_by", "decided_at"])
+    audit_record(actor=actor, action=DECISION_ACTIONS[status], target=plan, team=plan.job.queue.team, before={"status": PlanStatus.PROPOSED.value},
+                 after={"status": status, "job": plan.job_id, "victims": sorted(plan.victims.values_list("pk", flat=True))}, comment=comment)
     return plan
 
 
 @transaction.atomic
-def preemption_approve(*, actor, plan_id: int) -> PreemptionPlan:
-    plan = _decide(actor=actor, plan_id=plan_id, status=PlanStatus.APPROVED)
+def preemption_approve(*, actor, plan_id: int, comment: str = "") -> PreemptionPlan:
+    plan = _decide(actor=actor, plan_id=plan_id, status=PlanStatus.APPROVED, comment=comment)
     reconcile_after_commit()
     return plan
 
 
 @transaction.atomic
-def preemption_reject(*, actor, plan_id: int) -> PreemptionPlan:
-    return _decide(actor=actor, plan_id=plan_id, status=PlanStatus.REJECTED)
+def preemption_reject(*, actor, plan_id: int, comment: str = "") -> PreemptionPlan:
+    return _decide(actor=actor, plan_id=plan_id, status=PlanStatus.REJECTED, comment=comment)

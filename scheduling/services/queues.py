@@ -7,13 +7,15 @@ from django.db import transaction
 from django.db.models import Sum
 
 from scheduling.core.model import PreemptionPolicy, QueueingStrategy
-from scheduling.models import Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
+from scheduling.models import AuditAction, Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
 from scheduling.permissions import can_edit_team_queues, is_admin
+from scheduling.services.audit import audit_record, changes
 from scheduling.services.common import MAX_QUEUE_WEIGHT, Errors, create_named, is_count, reconcile_after_commit
 from scheduling.services.org import validate_name
 
 UNSET = object()
-QUOTA_KEYS = {"nominal", "borrowing_limit", "lending_limit"}
+QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
+QUOTA_KEYS = set(QUOTA_FIELDS)
 
 
 def _clean_quotas(errors: Errors, quotas) -> dict[Flavor, dict]:
@@ -130,6 +132,7 @@ def queue_create(
     )
     QueueUsage.objects.create(queue=queue)
     _save_quotas(queue, clean)
+    audit_record(actor=actor, action=AuditAction.QUEUE_CREATE, target=queue, team=team, after={**_settings(queue), **_quotas(queue)})
     reconcile_after_commit()
     return queue
 
@@ -171,6 +174,7 @@ def queue_update(
         actor=actor, queue_name=queue_name, action="edits its queues", lock=True, cohort_name=cohort_name, weight=weight,
         strategy=strategy, preemption_policy=preemption_policy, quotas=quotas,
     )
+    settings_before, quotas_before = _settings(queue), _quotas(queue)
     if cohort_name is not UNSET:
         queue.cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
     if weight is not UNSET:
@@ -181,5 +185,21 @@ def queue_update(
         queue.preemption_policy = preemption_policy
     queue.save()
     _save_quotas(queue, clean)
+    for action, old, new in ((AuditAction.QUEUE_SETTINGS_UPDATE, *changes(settings_before, _settings(queue))),
+                             (AuditAction.QUOTA_UPDATE, *changes(quotas_before, _quotas(queue)))):
+        if new:
+            audit_record(actor=actor, action=action, target=queue, team=queue.team, before=old, after=new)
     reconcile_after_commit()
     return queue
+
+
+def _settings(queue: Queue) -> dict:
+    """A queue's settings as the audit log records them."""
+    return {"cohort": queue.cohort.name if queue.cohort else None, "weight": queue.weight, "strategy": queue.strategy,
+            "preemption_policy": queue.preemption_policy}
+
+
+def _quotas(queue: Queue) -> dict:
+    """A queue's quotas as the audit log records them: {"quotas.<flavor>": {nominal, borrowing_limit, lending_limit}}."""
+    return {f"quotas.{row['flavor__name']}": {k: row[k] for k in QUOTA_FIELDS}
+            for row in QueueQuota.objects.filter(queue=queue).values("flavor__name", *QUOTA_FIELDS)}

@@ -225,6 +225,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             result.evicted.append(eviction.job_id)
 
     placements = []
+    approvals = _approved_plans({a.job_id for a in decisions.admissions})
     for admission in decisions.admissions:
         expected = versions[admission.job_id]
         if not _transition(
@@ -237,7 +238,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         preempted = [
             victim_id for victim_id in admission.preempted
             if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason="preempted",
-                        message=f"preempted to make room for job {admission.job_id}", events=events, result=result,
+                        message=_victim_message(admission.job_id, approvals), events=events, result=result,
                         extra={"preempted_by_id": admission.job_id,
                                "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(victim_id, 0.0)})
         ]
@@ -258,6 +259,20 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
     # Preempted and evicted gangs are pending again too, though they held GPUs when the pass began.
     result.pending = len(decisions.pending) + len(result.preempted) + len(result.evicted)
     JobEvent.objects.bulk_create(events, batch_size=1000)
+
+
+def _approved_plans(job_ids: set[int]) -> dict[int, tuple[int, str]]:
+    """Job id → (plan id, approver's username) of the approved plans the pass may execute for these jobs."""
+    rows = PreemptionPlan.objects.filter(job_id__in=job_ids, status=PlanStatus.APPROVED).values_list("job_id", "pk", "decided_by__username")
+    return {job_id: (plan_id, approver or "an admin") for job_id, plan_id, approver in rows}
+
+
+def _victim_message(job_id: int, approvals: dict[int, tuple[int, str]]) -> str:
+    """A victim's event names the plan and who approved it (a plan that needs no approval runs on its own)."""
+    if job_id in approvals:
+        plan_id, approver = approvals[job_id]
+        return f"preempted by plan #{plan_id} for job #{job_id}, approved by {approver}"
+    return f"preempted for job #{job_id} by a plan that needed no approval"
 
 
 def _requeue(job_id: int, *, expected: tuple[str, int], via: JobState, reason: str, message: str, events: list,

@@ -342,6 +342,7 @@ class _Forward:
                 admitted=tuple(self.running.values()),  # the same objects every cycle: the core applies only changes
                 pending=tuple(pending),
                 historical_usage=self.usage,
+                priority_class_caps=self.snapshot.priority_class_caps,
                 config=self.config,
             )
             result = run_admission_cycle(snapshot)

@@ -26,7 +26,7 @@ def test_submit_a_job_and_read_it_back_with_placement_after_a_pass(client_as):
 def test_a_pending_job_carries_its_explanation(client_as):
     client = client_as("vision-researcher")
     client_as("language-researcher").post(
-        "/api/v1/jobs/", job_body(queue="language-main", priority=0, pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}]), format="json"
+        "/api/v1/jobs/", job_body(queue="language-main", pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}]), format="json"
     )
     admission_cycle_run()
     job_id = client.post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 8, "gpus_per_pod": 8}]), format="json").json()["id"]

@@ -5,17 +5,19 @@ from __future__ import annotations
 import time
 
 from scheduling.models import QueueQuota
-from scheduling.services import admission_cycle_run
+from scheduling.services import admission_cycle_run, priority_class_create
 from tests.conftest import job_body
 
 
-def test_a_high_priority_job_preempts_exactly_the_lowest_priority_job_of_its_queue_in_one_pass(client_as):
+def test_a_high_priority_job_preempts_exactly_the_lowest_priority_job_of_its_queue_in_one_pass(client_as, org):
     # Language lends nothing, so vision's nominal 32 GPUs bind: four whole-node jobs fill them.
     QueueQuota.objects.filter(queue__name="language-main").update(lending_limit=0)
     vision, admin = client_as("vision-researcher"), client_as("admin")
+    for value in (0, 50, 100):
+        priority_class_create(actor=org["admin"], name=f"p{value}", value=value)
 
     def submit(name: str, priority: int) -> int:
-        body = job_body(name=name, priority=priority, pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}])
+        body = job_body(name=name, priority_class=f"p{priority}", pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}])
         response = vision.post("/api/v1/jobs/", body, format="json")
         assert response.status_code == 201, response.json()
         return response.json()["id"]

@@ -74,6 +74,9 @@ class GangBuilder:
     def priority(self, value: int) -> GangBuilder:
         return self._with(priority=value)
 
+    def at_class(self, priority_class: str) -> GangBuilder:
+        return self._with(priority_class=priority_class)
+
     def submitted(self, at: float) -> GangBuilder:
         return self._with(submitted_at=at)
 

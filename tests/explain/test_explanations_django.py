@@ -19,7 +19,7 @@ T0 = 1_800_000_000.0
 def submit(org, *, user="vision-researcher", queue="vision-main", count=1, at=T0, limit_s=3600, name=None):
     return job_submit(
         user=org[user], queue_name=queue, flavor_name=H100, name=name or f"job-{count}x8",
-        pod_sets=[{"name": "worker", "count": count, "gpus_per_pod": 8}], priority=0, runtime_limit_s=limit_s,
+        pod_sets=[{"name": "worker", "count": count, "gpus_per_pod": 8}], runtime_limit_s=limit_s,
         checkpoint_interval_s=300, now=at,
     )
 

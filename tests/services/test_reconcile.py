@@ -8,20 +8,19 @@ from scheduling.cluster.base import WorkloadPhase, WorkloadStatus
 from scheduling.cluster.simulated import SimulatedCluster, simulated_duration_s
 from scheduling.core.model import JobState
 from scheduling.models import Job, JobEvent, Node, QueueQuota, Placement, PlanStatus, PreemptionPlan, QueueUsage, SimulatedWorkload
-from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve
+from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve, priority_class_create
 from tests.conftest import H100
 
 T0 = 1_800_000_000.0
 
 
-def submit(org, *, user="vision-researcher", queue="vision-main", count=1, gpus=8, priority=0, at=T0, limit_s=600, **kw):
+def submit(org, *, user="vision-researcher", queue="vision-main", count=1, gpus=8, at=T0, limit_s=600, **kw):
     return job_submit(
         user=org[user],
         queue_name=queue,
         flavor_name=H100,
         name=kw.pop("name", f"job-{count}x{gpus}"),
         pod_sets=[{"name": "worker", "count": count, "gpus_per_pod": gpus}],
-        priority=priority,
         runtime_limit_s=limit_s,
         checkpoint_interval_s=kw.pop("checkpoint_interval_s", 300),
         now=at,
@@ -94,10 +93,12 @@ def test_a_whole_node_gang_waits_on_fit_when_free_gpus_are_scattered(org):
     assert whole.explanation["blocking"] == "fit"
 
 
-def test_higher_priority_goes_first_within_a_queue(org):
+def test_a_higher_priority_class_goes_first_within_a_queue(org):
     QueueQuota.objects.filter(queue__name="language-main").update(lending_limit=0)
-    low = submit(org, count=4, gpus=8, priority=0, name="low")
-    high = submit(org, count=4, gpus=8, priority=10, name="high", at=T0 + 5)
+    for name, value in (("low", 0), ("high", 10)):
+        priority_class_create(actor=org["admin"], name=name, value=value)
+    low = submit(org, count=4, gpus=8, priority_class="low", name="low")
+    high = submit(org, count=4, gpus=8, priority_class="high", name="high", at=T0 + 5)
     result = admission_cycle_run(now=T0 + 10)
     assert high.pk in result.admitted and low.pk not in result.admitted
 
@@ -200,6 +201,8 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
     borrower.refresh_from_db()
     assert borrower.state == JobState.PENDING and borrower.preempted_by_id == owner.pk
     assert borrower.submitted_at.timestamp() == T0
+    preempted = JobEvent.objects.get(job=borrower, reason="preempted")
+    assert preempted.message == f"preempted by plan #{plan.pk} for job #{owner.pk}, approved by admin"
     assert list(JobEvent.objects.filter(job=borrower).values_list("to_state", flat=True))[-2:] == ["preempted", "pending"]
     assert not SimulatedWorkload.objects.filter(job=borrower).exists()
 

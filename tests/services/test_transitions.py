@@ -27,8 +27,8 @@ class CancelDuringThePass(SimulatedCluster):
         return super().list_nodes()
 
 
-def submit(org, *, name="gang", count=1, priority=0, at=T0, queue="vision-main", user="vision-researcher"):
-    return job_submit(user=org[user], queue_name=queue, flavor_name=H100, name=name, priority=priority,
+def submit(org, *, name="gang", count=1, at=T0, queue="vision-main", user="vision-researcher"):
+    return job_submit(user=org[user], queue_name=queue, flavor_name=H100, name=name,
                       pod_sets=[{"name": "worker", "count": count, "gpus_per_pod": 8}], runtime_limit_s=600, now=at)
 
 

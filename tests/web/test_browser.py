@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from scheduling.models import Job, PreemptionPlan, QueueQuota
+from scheduling.models import AuditRecord, Job, PreemptionPlan, QueueQuota
 from scheduling.services import admission_cycle_run
 
 pytestmark = pytest.mark.browser
@@ -131,6 +131,7 @@ def test_an_admin_approves_a_plan_after_a_confirmation_showing_victims_and_cost(
     plan = _plan(org)
     login(page, "admin")
     page.goto("/preemptions/")
+    page.fill(f"input[aria-label='comment on approving plan {plan.pk}']", "deadline")
     page.click(f"#plan-{plan.pk} button:has-text('Approve')")
     dialog = page.locator(f"#confirm-approve-{plan.pk}")
     dialog.wait_for(state="visible")
@@ -139,4 +140,5 @@ def test_an_admin_approves_a_plan_after_a_confirmation_showing_victims_and_cost(
 
     dialog.locator("button:has-text('Yes')").click()
     page.wait_for_selector(f"text=Plan {plan.pk} approved.")
+    assert AuditRecord.objects.get(action="preemption.approve").comment == "deadline"
     assert PreemptionPlan.objects.get(pk=plan.pk).status == "approved"

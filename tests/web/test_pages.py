@@ -25,7 +25,7 @@ POD_SET_FIELDS = ("name", "count", "gpus_per_pod")
 def form(*, pod_sets=(("worker", 2, 8),), **overrides) -> dict:
     """The submit form as a browser posts it: the job's fields, and the pod-set rows (three, blanks ignored)."""
     data = {"name": "web-job", "queue": "vision-main", "flavor": H100,
-            "priority": 0, "topology_required": "block", "topology_preferred": "rack", "runtime_limit_s": 600,
+            "priority_class": "", "topology_required": "block", "topology_preferred": "rack", "runtime_limit_s": 600,
             "checkpoint_interval_s": 60, "preemptible": "on",
             "pods-TOTAL_FORMS": 3, "pods-INITIAL_FORMS": 1, "pods-MIN_NUM_FORMS": 1, "pods-MAX_NUM_FORMS": 8}
     rows = [*pod_sets, *[("", "", "")] * (3 - len(pod_sets))]
