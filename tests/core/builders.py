@@ -71,6 +71,9 @@ class GangBuilder:
     def in_queue(self, name: str, team: str | None = None) -> GangBuilder:
         return self._with(queue=name, team=team or name)
 
+    def checkpointing(self, interval_s: int | None) -> GangBuilder:
+        return self._with(checkpoint_interval_s=interval_s)
+
     def priority(self, value: int) -> GangBuilder:
         return self._with(priority=value)
 
