@@ -12,7 +12,9 @@ from rest_framework.views import APIView
 from portal.api import serializers as s
 from portal.api.filters import JobFilter
 from scheduling import selectors, services
+from scheduling.core.policy import policy_in_force
 from scheduling.models import Team
+from scheduling.snapshots import scheduler_config
 
 
 class TeamsView(APIView):
@@ -138,6 +140,7 @@ class FleetView(APIView):
                     "totals": summary.totals.as_dict(),
                     "by_flavor": {k: v.as_dict() for k, v in summary.by_flavor.items()},
                     "racks": [r.__dict__ for r in summary.racks],
+                    "policy": policy_in_force(scheduler_config()),
                 }
             ).data
         )

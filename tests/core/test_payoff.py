@@ -125,3 +125,33 @@ def test_a_preemption_is_only_planned_when_its_cost_is_below_its_gain(victims, g
     for planned in result.preemptions:
         stopped = [by_id[v.job_id] for v in planned.plan.victims]
         assert preemption_pays(planned.plan, pending.build(), stopped, NOW, margin)
+
+
+def test_the_explanation_names_the_jobs_with_less_attained_service_a_job_waits_behind():
+    from scheduling.core.explain import explain_pending
+
+    nodes = rack_fleet(racks=1, nodes=1)
+    busy = a_gang(1, 8).id(9).checkpointing(None).running_on("b0r0n0", since=NOW - 60)
+    ran_long = replace(a_gang(1, 8).id(1).submitted(1).build(), attained_gpu_s=20 * 3600.0)
+    fresh = [a_gang(1, 8).id(i).submitted(i) for i in (2, 3, 4)]
+    snap = snapshot(nodes, [queue("q", 8, cohort=None)], admitted=[busy], pending=[ran_long, *fresh], now=NOW,
+                    config=SchedulerConfig())
+    explanations = explain_pending(snap, run_admission_cycle(snap))
+    assert "waits behind 3 jobs of its queue with less attained service" in explanations.by_job[1].summary
+    assert explanations.by_job[2].attained_service == ""
+
+
+@pytest.mark.parametrize(
+    "config, key, starts",
+    [
+        pytest.param(SchedulerConfig(), "order", "least attained service first", id="the default orders by attained service"),
+        pytest.param(SchedulerConfig(service_levels_gpu_h=()), "order", "priority, then FIFO", id="without levels it is FIFO"),
+        pytest.param(SchedulerConfig(), "preemption", "only when it pays", id="the default weighs every plan"),
+        pytest.param(SchedulerConfig(preemption_enabled=False), "preemption", "off", id="preemption can be off"),
+        pytest.param(SchedulerConfig(), "starvation_reservations", "off", id="reservations are off by default"),
+    ],
+)
+def test_the_policy_in_force_reads_as_words(config, key, starts):
+    from scheduling.core.policy import policy_in_force
+
+    assert policy_in_force(config)[key].startswith(starts)
