@@ -276,6 +276,7 @@ class FleetOut(serializers.Serializer):
     totals = TotalsOut()
     by_flavor = serializers.DictField(child=TotalsOut())
     racks = RackOut(many=True)
+    policy = serializers.DictField(child=serializers.CharField(), help_text="The scheduling policy in force.")
 
 
 class VictimOut(serializers.Serializer):

@@ -14,8 +14,10 @@ from portal.api import serializers as s
 from portal.api.filters import JobFilter
 from portal.api.pagination import JobPagination, NodePagination
 from scheduling import selectors, services
+from scheduling.core.policy import policy_in_force
 from scheduling.models import Team
 from scheduling.permissions import can_read_audit
+from scheduling.snapshots import scheduler_config
 
 
 class TeamsView(APIView):
@@ -172,6 +174,7 @@ class FleetView(APIView):
                     "totals": summary.totals.as_dict(),
                     "by_flavor": {k: v.as_dict() for k, v in summary.by_flavor.items()},
                     "racks": [r.__dict__ for r in summary.racks],
+                    "policy": policy_in_force(scheduler_config()),
                 }
             ).data
         )

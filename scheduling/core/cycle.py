@@ -20,7 +20,7 @@ from scheduling.core.model import (
     Snapshot,
     Verdict,
 )
-from scheduling.core.payoff import unpaid_preemption
+from scheduling.core.payoff import outranks_all, unpaid_preemption
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
@@ -252,8 +252,9 @@ class _Cycle:
         if planned is None:
             return reason, message
         plan = planned.plan
-        if self.config.preempt_only_when_it_pays:
-            unpaid = unpaid_preemption(plan, job, [self.holding[v.job_id] for v in plan.victims], self.snapshot.now)
+        victims = [self.holding[v.job_id] for v in plan.victims]
+        if self.config.preempt_only_when_it_pays and not outranks_all(job, victims):
+            unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin)
             if unpaid is not None:
                 return reason, f"{message}; {unpaid}"
         self.preemptions.append(planned)

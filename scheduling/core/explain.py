@@ -32,6 +32,7 @@ import operator
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from scheduling.core.attained import service_level
 from scheduling.core.fairshare import sort_queue
 from scheduling.core.fragmentation import measure
 from scheduling.core.model import (
@@ -220,6 +221,8 @@ class Explanation:
     estimated_start: float | None = None
     headline: str = ""
     """The first sentence a researcher reads: the conclusion in plain words, before the facts with their numbers."""
+    attained_service: str = ""
+    """For a job that ran before (core.attained): how much, and how many jobs of its queue go first for having run less."""
 
     def to_dict(self) -> dict:
         return {
@@ -231,6 +234,7 @@ class Explanation:
             "nodes": _nodes_dict(self.nodes) if self.nodes else None,
             "health": _health_dict(self.health) if self.health else None,
             "order": self.order,
+            "attained_service": self.attained_service,
             "never_fits": self.never_fits,
             "position": None,
             "estimated_start": iso(self.estimated_start),
@@ -1105,6 +1109,20 @@ class PassExplanations:
     shapes: int = 0
 
 
+def _note_attained_service(queued: list[Job], by_job: dict, levels: tuple[float, ...]) -> None:
+    """Jobs that ran before wait behind the fresher jobs of their queue (SchedulerConfig.service_levels_gpu_h):
+    say so, with the count. Only such jobs are touched (few: the preempted and evicted), so shapes stay shared."""
+    ahead_by_level: dict[int, int] = {}
+    for job in queued:
+        level = service_level(job.attained_gpu_s, levels)
+        if job.attained_gpu_s and level:
+            fresher = sum(count for lower, count in ahead_by_level.items() if lower < level)
+            note = (f"has already run {job.attained_gpu_s / 3600:.1f} GPU-hours (attained-service level {level}): "
+                    f"waits behind {_count(fresher, 'job')} of its queue with less attained service")
+            by_job[job.id] = replace(by_job[job.id], attained_service=note, summary=f"{by_job[job.id].summary}; {note}")
+        ahead_by_level[level] = ahead_by_level.get(level, 0) + 1
+
+
 def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassExplanations:
     """Explain every job the cycle left pending, once per distinct shape, against the state after the cycle.
 
@@ -1118,8 +1136,9 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
         if job.id in verdicts:
             by_queue.setdefault(job.queue, []).append(job)
     position = out.position
+    levels = snapshot.config.service_levels_gpu_h
     for queued in by_queue.values():
-        sort_queue(queued)
+        sort_queue(queued, levels)
         position.update(zip(map(_job_id, queued), range(len(queued))))
     explain_one, by_job, cache = explainer.explain, out.by_job, explainer._cache
     for queued in by_queue.values():
@@ -1136,5 +1155,8 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
                     by_job[job.id] = explanation
                     continue
             by_job[job.id] = explain_one(job, Pending(job.id, *verdict))
+    if levels:
+        for queued in by_queue.values():
+            _note_attained_service(queued, by_job, levels)
     out.shapes = len(explainer._cache)
     return out

@@ -221,11 +221,14 @@ class SchedulerConfig:
     it (if that pays). Empty: plain priority + FIFO, no such preemption."""
     preempt_only_when_it_pays: bool = True
     """A plan runs only when its displacement cost is below the gang's gain (core.payoff)."""
-    starvation_after_s: float | None = 3600.0
+    payoff_margin: float = 3.0
+    """How many times its cost a plan's gain must be: the gain is an estimate (core.payoff), the cost is not."""
+    starvation_after_s: float | None = None
     """A job pending this long, whose size its queue's nominal quota could hold, gets a reservation
     (Volcano's sla-waiting-time): later jobs of its queue stop passing it, so the queue's own usage
-    drains until the job can reclaim its nominal quota. Without it a best-effort FIFO queue's big
-    job starves behind its own stream of small ones. None turns it off (plain best-effort FIFO)."""
+    drains until the job can reclaim its nominal quota. None (the default) turns it off: on the
+    policy suite the reservation idled GPUs the queue's small jobs could have used and made waits
+    longer on every ITP trace (docs/simulation.md); a big gang gets in by a plan that pays instead."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ Gain is the waiting the gang is spared, in the same unit: its GPUs × how long i
 wait for the victims' GPUs. Nobody knows when the victims end; with heavy-tailed durations a job
 that has run for t is likely to run about t more, so the wait spared is taken as the shortest
 current run among the victims (the soonest any of their GPUs would come back on their own).
+
+Plans whose every victim has a lower priority than the gang are not weighed (`outranks_all`).
 """
 
 from __future__ import annotations
@@ -22,14 +24,24 @@ def gain_gpu_hours(job: Job, victims: Iterable[Job], now: float) -> float:
     return job.gpus * min(runs_s, default=0.0) / 3600.0
 
 
-def preemption_pays(plan: PreemptionPlan, job: Job, victims: Iterable[Job], now: float) -> bool:
-    return unpaid_preemption(plan, job, victims, now) is None
+def outranks_all(job: Job, victims: Iterable[Job]) -> bool:
+    """Every victim has a lower priority: preemption by priority is the users' stated intent, as in Kueue,
+    and is not weighed. The rule weighs the plans made for the scheduler's own ends: reclaiming quota
+    and attained service, where all jobs are equal and only the waiting saved can justify the loss."""
+    return all(victim.priority < job.priority for victim in victims)
 
 
-def unpaid_preemption(plan: PreemptionPlan, job: Job, victims: Iterable[Job], now: float) -> str | None:
-    """Why the plan does not pay (for the job's pending message), or None when its cost is below its gain."""
+def preemption_pays(plan: PreemptionPlan, job: Job, victims: Iterable[Job], now: float, margin: float = 1.0) -> bool:
+    return unpaid_preemption(plan, job, victims, now, margin) is None
+
+
+def unpaid_preemption(
+    plan: PreemptionPlan, job: Job, victims: Iterable[Job], now: float, margin: float = 1.0
+) -> str | None:
+    """Why the plan does not pay (for the job's pending message), or None when `margin` × its cost is below
+    its gain (SchedulerConfig.payoff_margin: the gain is an estimate, so it must clear the cost by a margin)."""
     gain = gain_gpu_hours(job, victims, now)
-    if plan.cost_gpu_hours < gain:
+    if margin * plan.cost_gpu_hours < gain:
         return None
     return (f"preempting {len(plan.victims)} job(s) would lose {plan.cost_gpu_hours:.1f} GPU-hours "
-            f"to spare it {gain:.1f}: it does not pay")
+            f"to spare it about {gain:.1f}: it does not pay")

@@ -101,6 +101,8 @@ def test_nodes_and_fleet_totals(client_as):
     assert totals["whole_free_nodes"] in (6, 7)
     assert sorted(r["name"] for r in fleet["racks"]) == ["b1-r01", "b1-r02"]
     assert sum(r["free_gpus"] for r in fleet["racks"]) == 56
+    assert fleet["policy"]["order"].startswith("least attained service first")
+    assert fleet["policy"]["preemption"].startswith("only when it pays")
 
 
 def _plan(org) -> PreemptionPlan:

@@ -71,6 +71,9 @@ class GangBuilder:
     def in_queue(self, name: str, team: str | None = None) -> GangBuilder:
         return self._with(queue=name, team=team or name)
 
+    def checkpointing(self, interval_s: int | None) -> GangBuilder:
+        return self._with(checkpoint_interval_s=interval_s)
+
     def priority(self, value: int) -> GangBuilder:
         return self._with(priority=value)
 
@@ -130,9 +133,15 @@ def snapshot(
         queues={q.name: q for q in queues},
         admitted=tuple(j.build() if isinstance(j, GangBuilder) else j for j in admitted),
         pending=tuple(j.build() if isinstance(j, GangBuilder) else j for j in pending),
-        config=config or SchedulerConfig(),
+        config=config or EVERY_PLAN_RUNS,
         **extra,
     )
+
+
+EVERY_PLAN_RUNS = SchedulerConfig(preempt_only_when_it_pays=False)
+"""The default of these tests: they are about which victims a plan takes and who approves it, with
+victims that ran for hours without checkpoints, which the value rule (core.payoff, tested on its own
+in test_payoff.py) would rightly refuse to preempt for a gang of their size."""
 
 
 __all__ = [

@@ -58,12 +58,15 @@ def test_a_gang_that_does_not_fit_waits_while_smaller_jobs_run():
     assert reasons(result) == {1: PendingReason.FIT}
 
 
+# The reservation rule alone (no attained-service preemption, which would let the head in by a plan).
+RESERVING = SchedulerConfig(starvation_after_s=3600.0, service_levels_gpu_h=())
+
 STARVATION = [
-    pytest.param(a_gang(4, 8), SchedulerConfig(), [], PendingReason.ORDER,
+    pytest.param(a_gang(4, 8), RESERVING, [], PendingReason.ORDER,
                  id="a head that waited past the threshold and fits its nominal quota stops later jobs passing it"),
     pytest.param(a_gang(4, 8), SchedulerConfig(starvation_after_s=None), [2], PendingReason.QUOTA,
                  id="with the threshold off, a starving head is passed as in plain best-effort FIFO"),
-    pytest.param(a_gang(9, 8), SchedulerConfig(), [2], PendingReason.QUOTA,
+    pytest.param(a_gang(9, 8), RESERVING, [2], PendingReason.QUOTA,
                  id="a head larger than its queue's nominal quota gets no reservation: it can only ever borrow"),
 ]
 
@@ -108,7 +111,8 @@ def test_the_queue_with_the_lowest_share_goes_first():
     a_next = a_gang(1, 8).id(10).in_queue("a").submitted(1)
     b_next = a_gang(1, 8).id(11).in_queue("b").submitted(2)
     result = run_admission_cycle(
-        snapshot(nodes, [queue("a", 8), queue("b", 16)], admitted=[borrower_running], pending=[a_next, b_next])
+        snapshot(nodes, [queue("a", 8), queue("b", 16)], admitted=[borrower_running], pending=[a_next, b_next],
+                 config=SchedulerConfig())  # the default value rule: preempting a's 2.8 h uncheckpointed run does not pay
     )
     assert admitted_ids(result) == [11]
 

@@ -10,7 +10,7 @@ from scheduling.core.preemption import displacement_cost_gpu_hours
 from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
 NOW = 10_000.0
-CHEAP = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1e9)
+CHEAP = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1e9, preempt_only_when_it_pays=False)  # victim choice, not its value
 
 
 def run(nodes, queues, admitted, pending, config=CHEAP, **extra):
@@ -131,7 +131,7 @@ def test_cross_team_approval_can_be_waived_by_configuration():
 
 
 def test_a_costly_plan_inside_one_team_waits_for_approval():
-    config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1.0)
+    config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1.0, preempt_only_when_it_pays=False)
     nodes = rack_fleet(racks=1, nodes=1)
     victim = a_gang(1, 8).id(1).running_on("b0r0n0", since=NOW - 3600)
     result = run(nodes, [queue("q", 8)], [victim], [a_gang(1, 8).id(2).priority(5)], config=config)

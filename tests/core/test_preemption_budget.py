@@ -12,7 +12,9 @@ from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 NOW = 10_000.0
 TEAMS = 50
 BUDGET = 8
-CONFIG = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1e9, max_preemption_plans_per_cycle=BUDGET)
+CONFIG = SchedulerConfig(
+    restart_overhead_s=0, approval_threshold_gpu_hours=1e9, max_preemption_plans_per_cycle=BUDGET, preempt_only_when_it_pays=False
+)
 
 
 def blocked_cohorts(teams: int):

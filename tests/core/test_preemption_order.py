@@ -16,7 +16,9 @@ from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
 NOW = 10_000.0
 LOW, MID, HIGH = 0, 5, 10
-EXECUTES = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1e9, cross_team_needs_approval=False)
+EXECUTES = SchedulerConfig(
+    restart_overhead_s=0, approval_threshold_gpu_hours=1e9, cross_team_needs_approval=False, preempt_only_when_it_pays=False
+)
 
 
 def on(node: int, job_id: int, priority: int, *, queue_name: str = "q", since_s: float = 60, gpus: int = 8):

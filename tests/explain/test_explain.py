@@ -149,7 +149,7 @@ def test_fixes_are_ranked_by_cost_and_the_preempt_fix_is_the_cores_plan():
         a_gang(1, 8).id(3).in_queue("b", team="tb").running_on("b0r0n2", since=NOW - 7200),
         a_gang(1, 8).id(4).in_queue("b", team="tb").running_on("b0r0n3", since=NOW - 9000),
     ]
-    config = SchedulerConfig(restart_overhead_s=300)
+    config = SchedulerConfig(restart_overhead_s=300, preempt_only_when_it_pays=False)  # the plan's ranking, not its value
     queues = [queue("a", 16, team="ta"), queue("b", 16, team="tb")]
     job = a_gang(2, 8).id(9).in_queue("a", team="ta")
     snap = snapshot(nodes, queues, admitted=running, pending=[job], now=NOW, config=config)

@@ -1,0 +1,23 @@
+"""The scheduling policy in force, in words an admin reads (the fleet API and page show it)."""
+
+from __future__ import annotations
+
+from scheduling.core.model import SchedulerConfig
+
+
+def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
+    levels = config.service_levels_gpu_h
+    order = (
+        "least attained service first: levels at " + ", ".join(f"{h:g}" for h in levels)
+        + " GPU-hours already run, FIFO within a level"
+        if levels else "priority, then FIFO"
+    )
+    if not config.preemption_enabled:
+        preemption = "off"
+    elif config.preempt_only_when_it_pays:
+        preemption = (f"only when it pays: the gang's estimated gain must exceed {config.payoff_margin:g}× the "
+                      f"victims' lost work plus {config.restart_overhead_s:g} s restart (priority preemption is not weighed)")
+    else:
+        preemption = "whenever a plan makes room (cheapest displacement first)"
+    starvation = (f"after {config.starvation_after_s:g} s pending" if config.starvation_after_s is not None else "off")
+    return {"order": order, "preemption": preemption, "starvation_reservations": starvation}

@@ -1,0 +1,157 @@
+"""Preempt only when it pays, and serve the least attained service first (core.payoff, core.attained)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduling.core.attained import attained_gpu_s, served_longer, service_level
+from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.model import SchedulerConfig
+from scheduling.core.payoff import gain_gpu_hours, preemption_pays
+from scheduling.core.preemption import displacement_cost_gpu_hours
+from tests.core.builders import a_gang, queue, rack_fleet, snapshot
+
+NOW = 100_000.0
+
+
+def admitted_ids(result):
+    return sorted(a.job_id for a in result.admissions)
+LEVELS = (1.0, 16.0)
+
+
+@pytest.mark.parametrize(
+    "gpu_h, level",
+    [
+        pytest.param(0.0, 0, id="a job that never ran is at the first level"),
+        pytest.param(0.99, 0, id="just under the first threshold is still the first level"),
+        pytest.param(1.0, 1, id="reaching a threshold moves a job up one level"),
+        pytest.param(200.0, 2, id="past the last threshold is the last level"),
+    ],
+)
+def test_service_levels(gpu_h, level):
+    assert service_level(gpu_h * 3600, LEVELS) == level
+
+
+def test_attained_service_adds_the_current_run_of_a_running_gang_times_its_gpus():
+    job = replace(a_gang(2, 8).running_on("b0r0n0", "b0r0n1", since=NOW - 1800).build(), attained_gpu_s=3600.0)
+    assert attained_gpu_s(job, NOW) == 3600.0 + 16 * 1800
+
+
+@pytest.mark.parametrize(
+    "victim_priority, victim_ran_s, levels, expected",
+    [
+        pytest.param(0, 4 * 3600, LEVELS, True, id="a job that ran a whole level more is served longer"),
+        pytest.param(0, 60, LEVELS, False, id="a job on the same level is not"),
+        pytest.param(5, 4 * 3600, LEVELS, False, id="a higher-priority job is never a victim of attained service"),
+        pytest.param(0, 4 * 3600, (), False, id="with no levels configured nobody is"),
+    ],
+)
+def test_served_longer(victim_priority, victim_ran_s, levels, expected):
+    victim = a_gang(1, 8).priority(victim_priority).running_on("b0r0n0", since=NOW - victim_ran_s).build()
+    pending = a_gang(1, 8).id(2).build()
+    assert served_longer(victim, pending, NOW, levels) is expected
+
+
+def a_full_queue(checkpoint_s, ran_s, pending_pods=1):
+    """One 8-GPU node per pod of the running jobs, all busy; one pending gang of the same queue."""
+    nodes = rack_fleet(racks=1, nodes=2)
+    running = [
+        a_gang(1, 8).id(10 + i).checkpointing(checkpoint_s).running_on(f"b0r0n{i}", since=NOW - ran_s)
+        for i in range(2)
+    ]
+    pending = a_gang(pending_pods, 8).id(1).submitted(NOW - 10)
+    return snapshot(nodes, [queue("q", 16, cohort=None)], admitted=running, pending=[pending], now=NOW,
+                    config=SchedulerConfig())
+
+
+@pytest.mark.parametrize(
+    "checkpoint_s, ran_s, admitted",
+    [
+        pytest.param(1800, 10 * 3600, [1], id="a checkpointed job that ran ten hours makes room for a fresh job"),
+        pytest.param(None, 10 * 3600, [], id="the same job without checkpoints would lose ten hours: it keeps running"),
+        pytest.param(1800, 1200, [], id="a job on the same service level is not preempted"),
+        pytest.param(1800, 3600 + 1700, [], id="just before its next checkpoint the loss is too large to pay"),
+    ],
+)
+def test_preemption_for_attained_service_runs_only_when_it_pays(checkpoint_s, ran_s, admitted):
+    result = run_admission_cycle(a_full_queue(checkpoint_s, ran_s))
+    assert admitted_ids(result) == admitted
+
+
+def test_a_refused_plan_says_it_does_not_pay():
+    result = run_admission_cycle(a_full_queue(None, 10 * 3600))
+    message = next(p.message for p in result.pending if p.job_id == 1)
+    assert "it does not pay" in message
+
+
+def test_jobs_that_ran_before_wait_behind_fresh_ones_of_their_queue():
+    nodes = rack_fleet(racks=1, nodes=1)
+    ran_long = replace(a_gang(1, 8).id(1).submitted(1).build(), attained_gpu_s=20 * 3600.0)
+    fresh = a_gang(1, 8).id(2).submitted(2)
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 8, cohort=None)], pending=[ran_long, fresh], now=NOW,
+                                          config=SchedulerConfig()))
+    assert admitted_ids(result) == [2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    victims=st.lists(
+        st.tuples(st.integers(1, 8), st.floats(0, 50 * 3600), st.sampled_from([None, 600, 1800, 3600])),
+        min_size=1, max_size=4,
+    ),
+    gang_pods=st.integers(1, 2),
+    margin=st.sampled_from([1.0, 3.0]),
+)
+def test_a_preemption_is_only_planned_when_its_cost_is_below_its_gain(victims, gang_pods, margin):
+    """Whatever the running jobs, every plan the cycle executes costs less than the gang gains."""
+    nodes = rack_fleet(racks=1, nodes=4)
+    running = []
+    for i, (gpus, ran_s, checkpoint_s) in enumerate(victims):
+        running.append(a_gang(1, gpus).id(10 + i).checkpointing(checkpoint_s).running_on(f"b0r0n{i}", since=NOW - ran_s))
+    pending = a_gang(gang_pods, 8).id(1).submitted(NOW - 10)
+    config = SchedulerConfig(payoff_margin=margin)
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 8 * gang_pods, cohort=None)], admitted=running,
+                                          pending=[pending], now=NOW, config=config))
+    by_id = {job.build().id: job.build() for job in running}
+    for admission in result.admissions:
+        if admission.preempted:
+            stopped = [by_id[v] for v in admission.preempted]
+            cost = sum(displacement_cost_gpu_hours(v, NOW, config.restart_overhead_s) for v in stopped)
+            assert margin * cost < gain_gpu_hours(pending.build(), stopped, NOW)
+    for planned in result.preemptions:
+        stopped = [by_id[v.job_id] for v in planned.plan.victims]
+        assert preemption_pays(planned.plan, pending.build(), stopped, NOW, margin)
+
+
+def test_the_explanation_names_the_jobs_with_less_attained_service_a_job_waits_behind():
+    from scheduling.core.explain import explain_pending
+
+    nodes = rack_fleet(racks=1, nodes=1)
+    busy = a_gang(1, 8).id(9).checkpointing(None).running_on("b0r0n0", since=NOW - 60)
+    ran_long = replace(a_gang(1, 8).id(1).submitted(1).build(), attained_gpu_s=20 * 3600.0)
+    fresh = [a_gang(1, 8).id(i).submitted(i) for i in (2, 3, 4)]
+    snap = snapshot(nodes, [queue("q", 8, cohort=None)], admitted=[busy], pending=[ran_long, *fresh], now=NOW,
+                    config=SchedulerConfig())
+    explanations = explain_pending(snap, run_admission_cycle(snap))
+    assert "waits behind 3 jobs of its queue with less attained service" in explanations.by_job[1].summary
+    assert explanations.by_job[2].attained_service == ""
+
+
+@pytest.mark.parametrize(
+    "config, key, starts",
+    [
+        pytest.param(SchedulerConfig(), "order", "least attained service first", id="the default orders by attained service"),
+        pytest.param(SchedulerConfig(service_levels_gpu_h=()), "order", "priority, then FIFO", id="without levels it is FIFO"),
+        pytest.param(SchedulerConfig(), "preemption", "only when it pays", id="the default weighs every plan"),
+        pytest.param(SchedulerConfig(preemption_enabled=False), "preemption", "off", id="preemption can be off"),
+        pytest.param(SchedulerConfig(), "starvation_reservations", "off", id="reservations are off by default"),
+    ],
+)
+def test_the_policy_in_force_reads_as_words(config, key, starts):
+    from scheduling.core.policy import policy_in_force
+
+    assert policy_in_force(config)[key].startswith(starts)

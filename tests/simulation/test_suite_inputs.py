@@ -1,0 +1,69 @@
+"""The suite's inputs: ITP-shaped logs, fleets sized by load, the seeded synthetic trace, the traces directory."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.simulation.fleet import fleet_for_load, nodes_for_load
+from scheduling.simulation.suite import SuiteError, check_traces_dir
+from scheduling.simulation.synthetic import multi_node_share, synthetic_trace
+from scheduling.simulation.trace import TraceError, parse_itp, team_of
+
+ITP = "job_id,submission_time,duration,num_gpu\n"
+
+
+def test_an_itp_log_gets_teams_hashed_from_its_job_ids_and_starts_at_zero():
+    trace = parse_itp(ITP + "a,100,10,1\nb,160,20,8\nc,130,5,2\n", teams=4)
+    assert [(j.submit_s, j.gpus) for j in trace.jobs] == [(0.0, 1), (30.0, 2), (60.0, 8)]
+    assert [j.team for j in trace.jobs] == [team_of("a", 4), team_of("c", 4), team_of("b", 4)]
+
+
+def test_the_same_id_hashes_to_the_same_team_on_every_run():
+    assert team_of("a11b4fc9-8f06-7093-2b93-bcb89acf0e7e", 4) == team_of("a11b4fc9-8f06-7093-2b93-bcb89acf0e7e", 4)
+    assert {team_of(str(k), 4) for k in range(100)} == {"team0", "team1", "team2", "team3"}
+
+
+def test_every_bad_itp_row_is_reported_with_its_line_number():
+    with pytest.raises(TraceError) as caught:
+        parse_itp(ITP + "a,0,10,1\nb,x,10,1\nc,5,0,1\n,5,10,1\nd,5,10\n")
+    assert [e.split(":")[0] for e in caught.value.errors] == ["line 3", "line 4", "line 5", "line 6"]
+    assert "submission_time 'x' is not a number" in str(caught.value)
+
+
+def test_an_itp_log_without_its_columns_is_refused_on_line_1():
+    with pytest.raises(TraceError, match="line 1: missing column.*num_gpu"):
+        parse_itp("job_id,submission_time,duration\na,0,1\n")
+
+
+@pytest.mark.parametrize(
+    "gpu_s, span_s, largest, load, nodes",
+    [
+        pytest.param(100 * 8 * 3600, 3600, 8, 1.0, 100, id="demand of 100 nodes at full load is 100 nodes"),
+        pytest.param(85 * 8 * 3600, 3600, 8, 0.85, 100, id="at 85 % load the fleet is demand / 0.85"),
+        pytest.param(9 * 8 * 3600, 3600, 8, 1.0, 12, id="the count is rounded up to a multiple of 4"),
+        pytest.param(8 * 3600, 3600, 64, 0.85, 8, id="the fleet holds at least the largest job"),
+    ],
+)
+def test_fleet_sizing_by_load(gpu_s, span_s, largest, load, nodes):
+    assert nodes_for_load(gpu_s, span_s, largest, load) == nodes
+
+
+def test_a_sized_fleet_has_8_gpu_nodes_in_2_blocks_of_8_racks():
+    fleet = fleet_for_load(40)
+    assert fleet.topology == ("block", "rack") and fleet.gpus == 320
+    assert len({n.labels["block"] for n in fleet.nodes}) == 2
+    assert len({n.labels["rack"] for n in fleet.nodes}) == 16
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_synthetic_trace_is_seeded_and_holds_10_to_30_percent_of_gpu_hours_in_multi_node_gangs(seed):
+    trace = synthetic_trace(seed=seed)
+    assert trace == synthetic_trace(seed=seed)
+    assert 0.10 <= multi_node_share(trace) <= 0.30
+    durations = sorted(j.duration_s for j in trace.jobs)
+    assert durations[len(durations) // 2] * 20 < durations[int(0.99 * len(durations))]  # heavy tail
+
+
+def test_a_missing_traces_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(SuiteError, match="missing from .*cluster02.csv.gz.*--traces-dir"):
+        check_traces_dir(tmp_path)
