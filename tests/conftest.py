@@ -112,3 +112,11 @@ def job_body(**overrides) -> dict:
     }
     body.update(overrides)
     return body
+
+
+@pytest.fixture
+def every_plan_runs(settings):
+    """For tests of preemption mechanics (who is chosen, who approves, what the pass writes): their victims
+    started seconds ago without checkpoints, a loss the default value rule (core.payoff, tested in
+    tests/core/test_payoff.py) rightly refuses to pay for. Those tests are about the plan, not its value."""
+    settings.GANGWAY_SCHEDULER = {**(getattr(settings, "GANGWAY_SCHEDULER", {}) or {}), "preempt_only_when_it_pays": False}

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import requests
 from django.conf import settings
 from django.db import connection
-from rest_framework.authtoken.models import Token
+from portal.accounts.services import api_token_create
 
 from scheduling.livebench import build, measure
 from scheduling.models import Job
@@ -70,7 +70,7 @@ def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_
     client = measure.local_client()
     client.force_login(built.admin)
     http = measure.Http(url or f"http://127.0.0.1:{port}", session_id=client.cookies[settings.SESSION_COOKIE_NAME].value,
-                        token=Token.objects.get_or_create(user=built.admin)[0].key)
+                        token=api_token_create(user=built.admin, name="bench live", expires_in_days=1)[1])
     server = None if url else _server_start(port=port, workers=workers)
     try:
         log("measuring pages ...")

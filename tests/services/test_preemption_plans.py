@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scheduling.cluster.registry import get_cluster
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.models import PlanStatus, PreemptionPlan
 from scheduling.services import admission_cycle_run
 from scheduling.snapshots import snapshot_build
 from tests.services.test_reconcile import T0, submit
+
+pytestmark = pytest.mark.usefixtures("every_plan_runs")
 
 
 def test_a_plan_awaiting_approval_is_proposed_again_from_the_database_without_planning(org):

@@ -11,6 +11,8 @@ from scheduling.models import Job, JobEvent, Node, QueueQuota, Placement, PlanSt
 from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve, priority_class_create
 from tests.conftest import H100
 
+pytestmark = pytest.mark.usefixtures("every_plan_runs")
+
 T0 = 1_800_000_000.0
 
 

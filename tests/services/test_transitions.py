@@ -11,7 +11,7 @@ from scheduling.selectors.invariants import invariant_violations
 from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve
 from tests.conftest import H100
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("every_plan_runs")]
 T0 = 1_800_000_000.0
 
 
