@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q
 
@@ -21,6 +22,7 @@ from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services.common import reconcile_after_commit, to_datetime
 from scheduling.services.fleet import FleetSyncResult, fleet_sync
 from scheduling.services.jobs import job_event
+from scheduling.services.priority_classes import priority_class_resolve
 
 logger = logging.getLogger("scheduling.cluster")
 
@@ -166,6 +168,13 @@ def cluster_workloads_sync(
         if job_id.isdigit() and Job.objects.filter(pk=int(job_id)).exists():
             continue  # already the workload of another Gangway job: never adopt it twice
         refused = _rejection_reason(workload, queues, flavors, levels, namespace_owners)
+        priority_class = None
+        if refused is None and workload.priority_class:
+            try:
+                priority_class = priority_class_resolve(name=workload.priority_class, team=queues[workload.queue].team)
+            except ValidationError as error:
+                refused = ("unknown_priority_class",
+                           f"{workload.kind} {workload.namespace}/{workload.name}: {error.message_dict['priority_class'][0]}")
         if refused is not None:
             reason, message = refused
             previous = rejections.get(key)
@@ -185,7 +194,8 @@ def cluster_workloads_sync(
             queue=queues[workload.queue],
             name=f"{workload.namespace}/{workload.name}"[:200],
             flavor=flavors[workload.flavor],
-            priority=workload.priority,
+            priority=priority_class.value if priority_class else workload.priority,
+            priority_class=priority_class,
             topology_required=workload.topology_required or "",
             topology_preferred=workload.topology_preferred or "",
             runtime_limit_s=workload.runtime_limit_s,

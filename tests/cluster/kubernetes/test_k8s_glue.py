@@ -348,3 +348,32 @@ def test_a_discovered_job_stays_as_its_owner_made_it_even_where_a_submitted_temp
     job = Job.objects.get()
     assert job.state == JobState.PENDING and job.pod_template is None, "managed, not rewritten or re-checked"
     assert fake.get("jobs", training["metadata"]["namespace"], training["metadata"]["name"])["spec"]["template"]["spec"]["hostNetwork"] is True
+
+
+def test_a_workload_labelled_with_a_kueue_priority_class_runs_at_that_gangway_class(fake, kubeconfig, nodes):
+    from scheduling.services import priority_class_create
+
+    watch_once()
+    queue = the_vision_queue()
+    high = priority_class_create(actor=make_user("root", is_admin=True), name="high", value=10)
+    job = a_training_job(queue="vision-main", annotations={"gangway.dev/flavor": H100})
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+    fake.create("jobs", job)
+
+    watch_once()
+
+    assert Job.objects.values_list("queue", "priority_class", "priority").get() == (queue.pk, high.pk, 10)
+
+
+def test_a_workload_labelled_with_an_unknown_priority_class_is_rejected_with_the_reason(fake, kubeconfig, nodes):
+    watch_once()
+    the_vision_queue()
+    job = a_training_job(queue="vision-main", annotations={"gangway.dev/flavor": H100})
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "platinum"
+    fake.create("jobs", job)
+
+    watch_once()
+
+    assert not Job.objects.exists()
+    rejection = WorkloadRejection.objects.get()
+    assert (rejection.reason, "unknown priority class 'platinum'" in rejection.message) == ("unknown_priority_class", True)
