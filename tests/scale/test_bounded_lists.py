@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from portal.api.pagination import MAX_PAGE_SIZE
+from scheduling.models import Job
 from scheduling.services import admission_cycle_run, job_submit
 from tests.conftest import H100
 
@@ -94,8 +95,10 @@ def test_every_page_makes_as_many_queries_with_80_jobs_as_with_8(org, client):
     job_submit(user=org["admin"], queue_name="language-main", flavor_name=H100, name="waits", priority=-10,
                pod_sets=[{"name": "w", "count": 8, "gpus_per_pod": 8}])  # both sizes list pending jobs
     admission_cycle_run()
-    small = {url: _queries(client, url) for url in PAGES + ["/jobs/1/", "/api/v1/jobs/1/"]}
+    first = Job.objects.order_by("pk").values_list("pk", flat=True).first()  # ids are not 1 on PostgreSQL
+    details = [f"/jobs/{first}/", f"/api/v1/jobs/{first}/"]
+    small = {url: _queries(client, url) for url in PAGES + details}
     submit(org, 72, start=8)
     admission_cycle_run()
-    large = {url: _queries(client, url) for url in PAGES + ["/jobs/1/", "/api/v1/jobs/1/"]}
+    large = {url: _queries(client, url) for url in PAGES + details}
     assert large == small
