@@ -159,23 +159,9 @@ def load_csv(path: str | Path) -> Trace:
 
 
 def parse_csv(text: str, *, source: str = "trace") -> Trace:
-    reader = csv.DictReader(io.StringIO(text))
-    header = [name.strip() for name in (reader.fieldnames or [])]
-    missing = [name for name in REQUIRED if name not in header]
-    if missing:
-        raise TraceError(source, [f"line 1: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED)}"])
-    unknown = [name for name in header if name not in REQUIRED + OPTIONAL]
-    if unknown:
-        raise TraceError(source, [f"line 1: unknown column(s) {', '.join(unknown)}; optional: {', '.join(OPTIONAL)}"])
-    reader.fieldnames = header
     errors: list[str] = []
     jobs: list[TraceJob] = []
-    for row in reader:
-        line = reader.line_num
-        if None in row or any(value is None for value in row.values()):
-            errors.append(f"line {line}: expected {len(header)} fields")
-            continue
-        row = {key: value.strip() for key, value in row.items()}
+    for line, row in _rows(text, source, errors, required=REQUIRED, optional=OPTIONAL):
         problems: list[str] = []
         submit = _number(row, "submit_time_s", float, problems, minimum=0)
         duration = _number(row, "duration_s", float, problems, minimum=0, strict=True)
@@ -194,11 +180,35 @@ def parse_csv(text: str, *, source: str = "trace") -> Trace:
                 row.get("flavor") or None,
             )
         )
+    _raise_if_unusable(source, jobs, errors)
+    return Trace(source, _renumber(jobs))
+
+
+def _rows(text: str, source: str, errors: list[str], *, required: tuple[str, ...], optional: tuple[str, ...] | None = None):
+    """(line number, stripped row) for every row with all its fields; a bad header raises, a short row adds an error.
+    `optional` None: any other column is allowed (and ignored)."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = [name.strip() for name in (reader.fieldnames or [])]
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise TraceError(source, [f"line 1: missing column(s) {', '.join(missing)}; required: {', '.join(required)}"])
+    if optional is not None:
+        unknown = [name for name in header if name not in required + optional]
+        if unknown:
+            raise TraceError(source, [f"line 1: unknown column(s) {', '.join(unknown)}; optional: {', '.join(optional)}"])
+    reader.fieldnames = header
+    for row in reader:
+        if None in row or any(value is None for value in row.values()):
+            errors.append(f"line {reader.line_num}: expected {len(header)} fields")
+            continue
+        yield reader.line_num, {key: value.strip() for key, value in row.items()}
+
+
+def _raise_if_unusable(source: str, jobs: list[TraceJob], errors: list[str]) -> None:
     if errors:
         raise TraceError(source, errors)
     if not jobs:
         raise TraceError(source, ["no jobs"])
-    return Trace(source, _renumber(jobs))
 
 
 def _number(row, name, kind, problems, *, minimum=None, strict=False, optional=False):
@@ -242,21 +252,10 @@ def load_itp(path: str | Path, *, teams: int = 4, id_column: str = "job_id") -> 
 def parse_itp(text: str, *, source: str = "trace", teams: int = 4, id_column: str = "job_id") -> Trace:
     if teams < 1:
         raise ValueError(f"--teams must be ≥ 1, got {teams}")
-    reader = csv.DictReader(io.StringIO(text))
-    header = [name.strip() for name in (reader.fieldnames or [])]
     required = tuple(dict.fromkeys((id_column, *ITP_COLUMNS[1:])))
-    missing = [name for name in required if name not in header]
-    if missing:
-        raise TraceError(source, [f"line 1: missing column(s) {', '.join(missing)}; required: {', '.join(required)}"])
-    reader.fieldnames = header
     errors: list[str] = []
     jobs: list[TraceJob] = []
-    for row in reader:
-        line = reader.line_num
-        if None in row or any(value is None for value in row.values()):
-            errors.append(f"line {line}: expected {len(header)} fields")
-            continue
-        row = {key: value.strip() for key, value in row.items()}
+    for line, row in _rows(text, source, errors, required=required):
         problems: list[str] = []
         submit = _number(row, "submission_time", float, problems, minimum=0)
         duration = _number(row, "duration", float, problems, minimum=0, strict=True)
@@ -267,10 +266,7 @@ def parse_itp(text: str, *, source: str = "trace", teams: int = 4, id_column: st
             errors.append(f"line {line}: " + "; ".join(problems))
             continue
         jobs.append(TraceJob(line, submit, duration, gpus, team_of(row[id_column], teams)))
-    if errors:
-        raise TraceError(source, errors)
-    if not jobs:
-        raise TraceError(source, ["no jobs"])
+    _raise_if_unusable(source, jobs, errors)
     start = min(job.submit_s for job in jobs)
     shifted = [replace(job, submit_s=job.submit_s - start) for job in jobs]
     return Trace(source, _renumber(shifted))

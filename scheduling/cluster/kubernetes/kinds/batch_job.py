@@ -84,11 +84,7 @@ def gang_key(pod: Mapping, job: Mapping) -> tuple[str, int] | None:
 
 
 def finished_phase(job: Mapping) -> WorkloadPhase | None:
-    if common.has_condition(job, "Complete"):
-        return WorkloadPhase.SUCCEEDED
-    if common.has_condition(job, "Failed"):
-        return WorkloadPhase.FAILED
-    return None
+    return common.finished_phase(job, succeeded="Complete")
 
 
 def placement_of(job: Mapping) -> dict[tuple[str, int], str]:

@@ -8,7 +8,7 @@ import logging
 from datetime import datetime
 from typing import Mapping, Sequence
 
-from scheduling.cluster.base import DiscoveredWorkload
+from scheduling.cluster.base import DiscoveredWorkload, WorkloadPhase
 from scheduling.core.model import PodSet
 
 from ..config import KubernetesSettings
@@ -61,6 +61,16 @@ def generation_of(obj: Mapping) -> int:
 def has_condition(obj: Mapping, kind: str) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or ()
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def finished_phase(obj: Mapping, *, succeeded: str) -> WorkloadPhase | None:
+    """SUCCEEDED when the kind's success condition (`succeeded`: "Complete", "Completed", …) is true, FAILED on
+    "Failed", None while it runs."""
+    if has_condition(obj, succeeded):
+        return WorkloadPhase.SUCCEEDED
+    if has_condition(obj, "Failed"):
+        return WorkloadPhase.FAILED
+    return None
 
 
 def int_annotation(obj: Mapping, name: str) -> int | None:

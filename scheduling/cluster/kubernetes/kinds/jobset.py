@@ -93,11 +93,7 @@ def gang_key(pod: Mapping, jobset: Mapping) -> tuple[str, int] | None:
 
 
 def finished_phase(jobset: Mapping) -> WorkloadPhase | None:
-    if common.has_condition(jobset, "Completed"):
-        return WorkloadPhase.SUCCEEDED
-    if common.has_condition(jobset, "Failed"):
-        return WorkloadPhase.FAILED
-    return None
+    return common.finished_phase(jobset, succeeded="Completed")
 
 
 def placement_of(jobset: Mapping) -> dict[tuple[str, int], str]:
