@@ -12,15 +12,6 @@ from scheduling.services import job_cancel, job_submit, queue_update, team_updat
 from tests.conftest import H100
 
 
-@pytest.fixture
-def browser_as(client, org):
-    def login(username: str):
-        client.force_login(org[username])
-        return client
-
-    return login
-
-
 def api_as(org, username: str) -> APIClient:
     client = APIClient()
     client.force_authenticate(org[username])

@@ -16,24 +16,15 @@ from tests.conftest import H100
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def as_user(client, org):
-    def login(username: str):
-        client.force_login(org[username])
-        return client
-
-    return login
-
-
 def submit(org, user="vision-researcher", queue="vision-main", name="live-job") -> Job:
     return job_submit(user=org[user], queue_name=queue, flavor_name=H100, name=name,
                       pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}], runtime_limit_s=3600)
 
 
 @pytest.mark.parametrize("url, fragment_id", [("/", "job-table"), ("/fleet/", "fleet-live"), ("/preemptions/", "plan-table")])
-def test_an_htmx_request_gets_only_the_live_fragment_which_asks_again_by_itself(as_user, org, url, fragment_id):
+def test_an_htmx_request_gets_only_the_live_fragment_which_asks_again_by_itself(browser_as, org, url, fragment_id):
     submit(org)
-    client = as_user("vision-researcher")
+    client = browser_as("vision-researcher")
     full = client.get(url).content.decode()
     fragment = client.get(url, **HTMX).content.decode()
     assert f'id="{fragment_id}"' in full and "<html" in full
@@ -41,9 +32,9 @@ def test_an_htmx_request_gets_only_the_live_fragment_which_asks_again_by_itself(
     assert 'hx-trigger="every' in fragment
 
 
-def test_a_pending_job_page_refreshes_until_the_job_is_final_and_then_stops(as_user, org):
+def test_a_pending_job_page_refreshes_until_the_job_is_final_and_then_stops(browser_as, org):
     job = submit(org)
-    client = as_user("vision-researcher")
+    client = browser_as("vision-researcher")
     page = client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
     assert 'id="job-live"' in page and "every 3s" in page and 'id="job-state">pending' in page
 
@@ -56,19 +47,19 @@ def test_a_pending_job_page_refreshes_until_the_job_is_final_and_then_stops(as_u
 
 
 @pytest.mark.parametrize("username, sees_cancel", [("vision-researcher", True), ("vision-lead", True), ("language-lead", False)])
-def test_cancel_is_offered_only_to_those_who_may_cancel_and_asks_first(as_user, org, username, sees_cancel):
+def test_cancel_is_offered_only_to_those_who_may_cancel_and_asks_first(browser_as, org, username, sees_cancel):
     job = submit(org)
-    page = as_user(username).get(f"/jobs/{job.pk}/").content.decode()
+    page = browser_as(username).get(f"/jobs/{job.pk}/").content.decode()
     assert ("Cancel job" in page) is sees_cancel
     if sees_cancel:
         assert 'data-confirm="#confirm-cancel"' in page and "Yes, cancel it" in page
 
 
-def test_the_use_over_time_fragment_per_grouping_and_window_and_on_the_job_page(as_user, org):
+def test_the_use_over_time_fragment_per_grouping_and_window_and_on_the_job_page(browser_as, org):
     job = submit(org)
     admission_cycle_run()
     usage_collect(now=time.time() - 30)
-    client = as_user("language-lead")
+    client = browser_as("language-lead")
 
     for by, name in (("team", "vision"), ("queue", "vision-main"), ("flavor", H100)):
         page = client.get(f"/fleet/usage/?by={by}&window=24h").content.decode()
@@ -82,11 +73,11 @@ def test_the_use_over_time_fragment_per_grouping_and_window_and_on_the_job_page(
     assert client.get("/jobs/9999/usage/").status_code == 404
 
 
-def test_the_plan_list_hides_superseded_plans_and_filters_by_needs_approval_and_decided(as_user, org):
+def test_the_plan_list_hides_superseded_plans_and_filters_by_needs_approval_and_decided(browser_as, org):
     live = _plan(org)
     old = PreemptionPlan.objects.create(job=live.job, reason="quota", cost_gpu_hours=9.0, needs_approval=True,
                                         status=PlanStatus.SUPERSEDED)
-    admin = as_user("admin")
+    admin = browser_as("admin")
 
     def listed(show=""):
         page = admin.get(f"/preemptions/?show={show}" if show else "/preemptions/").content.decode()

@@ -10,15 +10,6 @@ from portal.staticfinders import vendored_path
 from tests.conftest import H100
 
 
-@pytest.fixture
-def browser_as(client, org):
-    def login(username: str):
-        client.force_login(org[username])
-        return client
-
-    return login
-
-
 POD_SET_FIELDS = ("name", "count", "gpus_per_pod")
 
 

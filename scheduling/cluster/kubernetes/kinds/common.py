@@ -58,6 +58,14 @@ def generation_of(obj: Mapping) -> int:
         return 0
 
 
+def owner_named(pod: Mapping, *, kind: str) -> str | None:
+    """The name of the pod's owner of `kind` (its controller's object), None when it has none."""
+    for owner in meta(pod).get("ownerReferences") or ():
+        if owner.get("kind") == kind:
+            return owner.get("name")
+    return None
+
+
 def has_condition(obj: Mapping, kind: str) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or ()
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)

@@ -67,10 +67,7 @@ def evict_patch(job: Mapping) -> dict | None:
 
 
 def owner_of(pod: Mapping) -> str | None:
-    for owner in common.meta(pod).get("ownerReferences") or ():
-        if owner.get("kind") == KIND:
-            return owner.get("name")
-    return None
+    return common.owner_named(pod, kind=KIND)
 
 
 def gang_key(pod: Mapping, job: Mapping) -> tuple[str, int] | None:
