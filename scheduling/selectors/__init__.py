@@ -1,6 +1,6 @@
 """Reads for the API and the web pages, filtered by who is asking (see scheduling.permissions)."""
 
-from scheduling.selectors.audit import audit_actors, audit_for_job, audit_list
+from scheduling.selectors.audit import audit_actors, audit_for_job, audit_page, audit_teams
 from scheduling.selectors.fleet import fleet_summary, node_list
 from scheduling.selectors.jobs import job_get, job_list, job_page
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
@@ -11,7 +11,8 @@ from scheduling.selectors.usage import idle_allocations, job_usage_over_time, us
 __all__ = [
     "audit_actors",
     "audit_for_job",
-    "audit_list",
+    "audit_page",
+    "audit_teams",
     "fleet_summary",
     "job_get",
     "job_list",

@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
-from scheduling.models import AuditRecord, PreemptionPlan, PreemptionVictim
-from scheduling.permissions import can_read_job_audit, restrict_audit
+from scheduling.models import AuditRecord, PreemptionPlan, PreemptionVictim, Role, Team
+from scheduling.permissions import can_read_audit, can_read_job_audit, is_admin, restrict_audit, team_ids_of
 
 MAX_PAGE = 200
 
 
-def audit_list(
+@dataclass(frozen=True)
+class AuditPage:
+    records: list[AuditRecord]
+    next_before: int | None
+    """The `before` of the next (older) page; None on the last page."""
+
+
+def audit_page(
     *, user, team: str | None = None, action: str | None = None, actor: str | None = None,
     target_type: str | None = None, target_id: str | None = None, before: int | None = None, limit: int = 50,
-) -> list[AuditRecord]:
-    """Up to `limit` records `user` may read, newest first, with ids below `before` (the previous page's last id)."""
+) -> AuditPage:
+    """Up to `limit` (≤ MAX_PAGE) records `user` may read, newest first, with ids below `before` (the previous
+    page's last id). Raises PermissionDenied for users who read no audit log (only admins and team leads do)."""
+    if not can_read_audit(user):
+        raise PermissionDenied("only admins and team leads read the audit log")
+    limit = max(1, min(limit, MAX_PAGE))
     records = restrict_audit(user, AuditRecord.objects.select_related("team"))
     if team:
         records = records.filter(team__name=team)
@@ -28,7 +42,16 @@ def audit_list(
         records = records.filter(target_id=target_id)
     if before is not None:
         records = records.filter(id__lt=before)
-    return list(records.order_by("-id")[: max(1, min(limit, MAX_PAGE))])
+    rows = list(records.order_by("-id")[: limit + 1])
+    return AuditPage(rows[:limit], rows[limit - 1].pk if len(rows) > limit else None)
+
+
+def audit_teams(*, user) -> list[str]:
+    """Names of the teams whose records `user` may read: every team for admins, the teams a lead leads."""
+    teams = Team.objects.order_by("name").values_list("name", flat=True)
+    if not is_admin(user):
+        teams = teams.filter(pk__in=team_ids_of(user, role=Role.LEAD))
+    return list(teams)
 
 
 def audit_for_job(*, user, job, limit: int = 50) -> list[AuditRecord] | None:
