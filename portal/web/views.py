@@ -92,9 +92,7 @@ def job_submit(request):
 
 def _priority_class_choices(user) -> list[tuple[str, str]]:
     """The classes `user` may choose (admins: all), labelled with their value and cap."""
-    classes = selectors.priority_class_list()
-    if not is_admin(user):
-        classes = [pc for pc in classes if pc.is_for_all_teams or any(t.pk in team_ids_of(user) for t in pc.teams.all())]
+    classes = selectors.priority_classes_usable_by(user=user)
     return [(pc.name, f"{pc.name} ({pc.value}{f', ≤ {pc.max_gpus_per_team} GPUs per team' if pc.max_gpus_per_team is not None else ''})")
             for pc in classes]
 

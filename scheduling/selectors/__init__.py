@@ -5,7 +5,7 @@ from scheduling.selectors.fleet import fleet_summary, node_list
 from scheduling.selectors.jobs import job_get, job_list, job_page
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
 from scheduling.selectors.preemption import preemption_list
-from scheduling.selectors.priority_classes import priority_class_get, priority_class_list
+from scheduling.selectors.priority_classes import priority_class_get, priority_class_list, priority_classes_usable_by
 from scheduling.selectors.usage import idle_allocations, job_usage_over_time, usage_over_time, usage_report
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "preemption_list",
     "priority_class_get",
     "priority_class_list",
+    "priority_classes_usable_by",
     "queue_get",
     "queue_list",
     "team_get",
