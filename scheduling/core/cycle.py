@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import heapq
 import threading
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from scheduling.core.fairshare import queue_order_key, sort_queue
 from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
+    FLEET,
     Admission,
     CycleResult,
     Job,
@@ -20,11 +22,18 @@ from scheduling.core.model import (
     Snapshot,
     Verdict,
 )
-from scheduling.core.payoff import outranks_all, unpaid_preemption
+from scheduling.core.payoff import (
+    is_not_worth_planning,
+    loses_whole_runs,
+    natural_wait_s,
+    outranks_all,
+    soon_free_message,
+    unpaid_preemption,
+)
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
-from scheduling.core.quota import QuotaLedger
+from scheduling.core.quota import QuotaLedger, cohort_of
 from scheduling.core.readiness import gangs_not_ready
 from scheduling.core.reasons import fit_failure_message
 from scheduling.core.starvation import may_reserve
@@ -248,13 +257,24 @@ class _Cycle:
         )
         candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
                                             protected=self.protected, already=candidates)
-        planned = self.plan_or_keep(job, reason, candidates, awaiting) if candidates else None
+        if not candidates:
+            return reason, message
+        weighs = self.config.preempt_only_when_it_pays
+        if weighs and not any(c.checkpoint_interval_s for c in candidates) and not outranks_all(job, candidates):
+            # Every plan would lose whole runs, so its gain is capped by the natural wait: when even
+            # the cheapest conceivable plan could not pay, skip planning.
+            lacking, natural_wait = self.natural_wait(job, reason)
+            if is_not_worth_planning(job, lacking, natural_wait, self.config.restart_overhead_s,
+                                     self.config.payoff_margin):
+                return reason, f"{message}; {soon_free_message(natural_wait)}"
+        planned = self.plan_or_keep(job, reason, candidates, awaiting)
         if planned is None:
             return reason, message
         plan = planned.plan
         victims = [self.holding[v.job_id] for v in plan.victims]
-        if self.config.preempt_only_when_it_pays and not outranks_all(job, victims):
-            unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin)
+        if weighs and not outranks_all(job, victims):
+            spared_at_most = self.natural_wait(job, reason)[1] if loses_whole_runs(victims) else math.inf
+            unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:
                 return reason, f"{message}; {unpaid}"
         self.preemptions.append(planned)
@@ -276,6 +296,24 @@ class _Cycle:
             raise AssertionError(f"preemption plan for job {job.id} does not make room")
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
         return None
+
+    def natural_wait(self, job: Job, reason: PendingReason) -> tuple[int, float]:
+        """The GPUs the job lacks and how long until as many come back on their own (core.payoff): of its
+        cohort's quota when quota blocks it, of its flavor's nodes when it does not fit. A fit failure
+        with enough free GPUs in all is fragmentation: a node's worth must come back."""
+        queues = self.snapshot.queues
+        if reason is PendingReason.QUOTA:
+            lacking = self.ledger.check(job).short_by
+            cohort = cohort_of(queues[job.queue])
+            holders = [h for h in self.holding.values()
+                       if h.flavor == job.flavor and h.queue in queues and cohort_of(queues[h.queue]) == cohort]
+        else:
+            free = self.fleet.free_gpus_in(self.fleet.domain_by_key[FLEET], self.fleet.tolerated_classes(job))
+            lacking = job.gpus - free
+            if lacking <= 0:
+                lacking = max(pod_set.gpus_per_pod for pod_set in job.pod_sets)
+            holders = [h for h in self.holding.values() if h.flavor == job.flavor]
+        return lacking, natural_wait_s(lacking, holders, self.snapshot.now)
 
     def plan_or_keep(
         self, job: Job, reason: PendingReason, candidates: list[Job], awaiting: PlannedPreemption | None

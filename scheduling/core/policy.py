@@ -16,7 +16,8 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         preemption = "off"
     elif config.preempt_only_when_it_pays:
         preemption = (f"only when it pays: the gang's estimated gain must exceed {config.payoff_margin:g}× the "
-                      f"victims' lost work plus {config.restart_overhead_s:g} s restart (priority preemption is not weighed)")
+                      f"victims' lost work plus {config.restart_overhead_s:g} s restart; a victim without checkpoints "
+                      f"only when GPUs would not come back sooner on their own (priority preemption is not weighed)")
     else:
         preemption = "whenever a plan makes room (cheapest displacement first)"
     starvation = (f"after {config.starvation_after_s:g} s pending" if config.starvation_after_s is not None else "off")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from scheduling.core.attained import attained_gpu_s, served_longer, service_level
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.model import SchedulerConfig
-from scheduling.core.payoff import gain_gpu_hours, preemption_pays
+from scheduling.core.payoff import gain_gpu_hours, natural_wait_s, preemption_pays
 from scheduling.core.preemption import displacement_cost_gpu_hours
 from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
@@ -155,3 +156,53 @@ def test_the_policy_in_force_reads_as_words(config, key, starts):
     from scheduling.core.policy import policy_in_force
 
     assert policy_in_force(config)[key].startswith(starts)
+
+
+@pytest.mark.parametrize(
+    "lacking, runs_s, expected",
+    [
+        pytest.param(0, [], 0.0, id="a gang that lacks nothing waits for nothing"),
+        pytest.param(8, [(8, 300), (8, 7200)], 300, id="the youngest job is taken to end first"),
+        pytest.param(12, [(8, 300), (8, 7200)], 7200, id="a gang lacking more waits until enough have ended"),
+        pytest.param(24, [(8, 300), (8, 7200)], math.inf, id="more than all holders hold never comes back"),
+    ],
+)
+def test_natural_wait(lacking, runs_s, expected):
+    holders = [a_gang(1, gpus).id(10 + i).running_on(f"b0r0n{i}", since=NOW - ran).build()
+               for i, (gpus, ran) in enumerate(runs_s)]
+    assert natural_wait_s(lacking, holders, NOW) == expected
+
+
+def a_fleet_with_one_long_run(checkpoint_s, others_ran_s):
+    """Eight 8-GPU nodes: one job that ran ten hours, three that ran `others_ran_s`, four nodes free;
+    a fresh 40-GPU gang of the same queue lacks one node."""
+    nodes = rack_fleet(racks=1, nodes=8)
+    long_run = a_gang(1, 8).id(10).checkpointing(checkpoint_s).running_on("b0r0n0", since=NOW - 10 * 3600)
+    others = [a_gang(1, 8).id(11 + i).checkpointing(checkpoint_s).running_on(f"b0r0n{1 + i}", since=NOW - others_ran_s)
+              for i in range(3)]
+    pending = a_gang(5, 8).id(1).submitted(NOW - 10)
+    # A ten-hour run costs more than the approval threshold: approvals are another test's subject.
+    return snapshot(nodes, [queue("q", 64, cohort=None)], admitted=[long_run, *others], pending=[pending], now=NOW,
+                    config=SchedulerConfig(approval_threshold_gpu_hours=1000.0))
+
+
+@pytest.mark.parametrize(
+    "checkpoint_s, others_ran_s, admitted, says",
+    [
+        pytest.param(None, 300, [], "it does not pay",
+                     id="a long uncheckpointed run is not thrown away when young jobs will free the GPUs soon"),
+        pytest.param(None, 120, [], "should come back on their own within about 2 min",
+                     id="when no plan could pay the cycle does not plan and says the GPUs come back soon"),
+        pytest.param(None, 10 * 3600, [1], "",
+                     id="when every other job has run as long the same uncheckpointed plan pays"),
+        pytest.param(1800, 300, [1], "",
+                     id="a checkpointed long run makes room for the fresh gang whatever the fleet frees"),
+    ],
+)
+def test_a_victim_without_checkpoints_is_weighed_against_the_wait_the_fleet_would_end_anyway(
+    checkpoint_s, others_ran_s, admitted, says
+):
+    result = run_admission_cycle(a_fleet_with_one_long_run(checkpoint_s, others_ran_s))
+    assert admitted_ids(result) == admitted
+    if says:
+        assert says in next(p.message for p in result.pending if p.job_id == 1)
