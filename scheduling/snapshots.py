@@ -69,6 +69,8 @@ class SnapshotContext:
     gpus_in_use_by_queue: dict[str, int] = field(default_factory=dict)
     versions: dict[int, tuple[str, int]] = field(default_factory=dict)
     """Each job's (state, admission generation) as snapshotted: what the persist step expects to change."""
+    open_plans: dict[int, "OpenPlan"] = field(default_factory=dict)
+    """Per job: its proposed or approved plan row (services.plans settles the pass's plans against them)."""
 
 
 def _epoch(moment) -> float | None:
@@ -162,30 +164,35 @@ def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placemen
     return jobs
 
 
-def approved_preemptions_load() -> dict[int, frozenset[int]]:
-    approved: dict[int, set[int]] = defaultdict(set)
-    for plan_job_id, victim_id in PreemptionVictim.objects.filter(plan__status=PlanStatus.APPROVED).values_list("plan__job_id", "job_id"):
-        approved[plan_job_id].add(victim_id)
-    return {job_id: frozenset(victims) for job_id, victims in approved.items()}
-
-
 def priority_class_caps_load() -> dict[str, int]:
     return dict(PriorityClass.objects.filter(max_gpus_per_team__isnull=False).values_list("name", "max_gpus_per_team"))
-def awaiting_plans_load() -> dict[int, PlannedPreemption]:
-    """Per pending job: its proposed plan that waits for an admin, as the core made it."""
+
+
+@dataclass(frozen=True)
+class OpenPlan:
+    """A proposed or approved plan row, as the core knows plans (victims with the costs stored when planned)."""
+
+    row_id: int
+    is_approved: bool
+    planned: PlannedPreemption
+
+
+def open_plans_load() -> dict[int, OpenPlan]:
+    """Per job: its open plan (proposed, or approved and not yet executed), as the core made it, in one query."""
     victims: dict[int, list[Victim]] = defaultdict(list)
     plans: dict[int, tuple] = {}
-    for plan_id, job_id, domain, reason, fingerprint, victim_id, queue, team, gpus, cost in PreemptionVictim.objects.filter(
-        plan__status=PlanStatus.PROPOSED, plan__needs_approval=True
+    for plan_id, job_id, status, awaits, domain, reason, fingerprint, victim_id, queue, team, gpus, cost in PreemptionVictim.objects.filter(
+        plan__status__in=[PlanStatus.PROPOSED, PlanStatus.APPROVED]
     ).order_by("plan_id", "job_id").values_list(
-        "plan_id", "plan__job_id", "plan__domain", "plan__reason", "plan__state_fingerprint",
+        "plan_id", "plan__job_id", "plan__status", "plan__needs_approval", "plan__domain", "plan__reason", "plan__state_fingerprint",
         "job_id", "job__queue__name", "job__queue__team__name", "gpus", "cost_gpu_hours",
     ):
-        plans[plan_id] = (job_id, domain, reason, fingerprint)
+        plans[plan_id] = (job_id, status == PlanStatus.APPROVED, awaits and status == PlanStatus.PROPOSED, domain, reason, fingerprint)
         victims[plan_id].append(Victim(victim_id, queue, team, gpus, cost))
     return {
-        job_id: PlannedPreemption(PreemptionPlan(job_id, tuple(victims[plan_id]), domain, PendingReason(reason)), True, fingerprint)
-        for plan_id, (job_id, domain, reason, fingerprint) in plans.items()
+        job_id: OpenPlan(plan_id, is_approved,
+                         PlannedPreemption(PreemptionPlan(job_id, tuple(victims[plan_id]), domain, PendingReason(reason)), awaits, fingerprint))
+        for plan_id, (job_id, is_approved, awaits, domain, reason, fingerprint) in plans.items()
     }
 
 
@@ -197,6 +204,7 @@ def scheduler_config() -> SchedulerConfig:
 def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotContext]:
     """Nodes from the cluster; queues, quotas, admitted and (capped, ordered) pending jobs from the database."""
     context = SnapshotContext()
+    context.open_plans = open_plans = open_plans_load()
     admitted_rows = list(JobRow.objects.filter(state__in=HOLDING_STATES).order_by("id").values(*JOB_FIELDS))
     admitted = _jobs_from_rows(admitted_rows, context, with_placement=True)
     pending = _jobs_from_rows(_pending_rows(settings.GANGWAY_PENDING_PER_QUEUE), context, with_placement=False)
@@ -210,9 +218,9 @@ def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotC
         admitted=tuple(admitted),
         pending=tuple(pending),
         historical_usage=dict(QueueUsage.objects.values_list("queue__name", "usage_gpu_s")),
-        approved_preemptions=approved_preemptions_load(),
+        approved_preemptions={job_id: p.planned.plan.victim_ids for job_id, p in open_plans.items() if p.is_approved},
         priority_class_caps=priority_class_caps_load(),
-        awaiting_plans=awaiting_plans_load(),
+        awaiting_plans={job_id: p.planned for job_id, p in open_plans.items() if p.planned.needs_approval},
         config=scheduler_config(),
     )
     return snapshot, context

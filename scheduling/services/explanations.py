@@ -22,6 +22,7 @@ from scheduling.models import Queue as QueueRow
 from scheduling.permissions import is_admin
 from scheduling.services.common import Errors
 from scheduling.services.org import _clean_allotments
+from scheduling.services.plans import plans_settle
 from scheduling.services.queues import UNSET, queue_change_check
 from scheduling.simulation.forecast import what_if
 from scheduling.snapshots import snapshot_build
@@ -49,8 +50,9 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
 
         cluster = RecordedNodes()
     now = time.time() if now is None else now
-    snapshot, _ = snapshot_build(now=now, cluster=cluster)
-    decisions = run_admission_cycle(snapshot)
+    snapshot, context = snapshot_build(now=now, cluster=cluster)
+    # The plans as the reconcile pass keeps them, so the stored explanations name the plans the pages list.
+    decisions = plans_settle(snapshot=snapshot, decisions=run_admission_cycle(snapshot), open_plans=context.open_plans).decisions
     explained = explain_pending(snapshot, decisions)
     started = time.perf_counter()
     result = forecast(snapshot, horizon_s=settings.GANGWAY_ESTIMATE_HORIZON_S)

@@ -23,6 +23,7 @@ from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.common import to_datetime
 from scheduling.services.explanations import explanations_refresh
 from scheduling.services.jobs import job_event
+from scheduling.services.plans import SettledPlans, plans_settle
 from scheduling.snapshots import SnapshotContext, snapshot_build
 
 logger = logging.getLogger("scheduling.reconcile")
@@ -72,9 +73,10 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         with phase("snapshot"):
             snapshot, context = snapshot_build(now=now, cluster=cluster)
         with phase("cycle"):
-            decisions = run_admission_cycle(snapshot)
+            settled = plans_settle(snapshot=snapshot, decisions=run_admission_cycle(snapshot), open_plans=context.open_plans)
+            decisions = settled.decisions
         with phase("persist"):
-            _persist(decisions=decisions, context=context, now=now, result=result)
+            _persist(decisions=decisions, context=context, now=now, result=result, settled=settled)
         _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
                      half_life_s=snapshot.config.usage_half_life_s)
         state.last_pass_at = to_datetime(now)
@@ -206,7 +208,7 @@ def _current_run_gpu_s(job_ids: list[int], now: float) -> dict[int, float]:
     return {job_id: gpus * max(0.0, now - started_at.timestamp()) for job_id, gpus, started_at in rows}
 
 
-def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, result: ReconcileResult) -> None:
+def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, result: ReconcileResult, settled: SettledPlans) -> None:
     """Every decision is a compare-and-set against the job as snapshotted (see _transition): a job cancelled
     while the pass ran stays cancelled, and an admission that lost its race preempts nobody."""
     moment = to_datetime(now)
@@ -253,7 +255,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         result.admitted.append(admission.job_id)
     Placement.objects.bulk_create(placements, batch_size=1000)
 
-    _persist_plans(decisions=decisions, admitted_ids=set(result.admitted), result=result, moment=moment)
+    _persist_plans(decisions=decisions, settled=settled, admitted_ids=set(result.admitted), result=result, moment=moment)
 
     # Pending jobs' explanations: explanations_refresh, right after this step.
     # Preempted and evicted gangs are pending again too, though they held GPUs when the pass began.
@@ -301,24 +303,20 @@ def _placement_rows(job_id: int, placement: tuple[PodPlacement, ...], context: S
         )
 
 
-def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: ReconcileResult, moment) -> None:
-    """One open plan per job: keep an identical open plan, supersede a stale one, record executed ones."""
+def _persist_plans(*, decisions: CycleResult, settled: SettledPlans, admitted_ids: set[int], result: ReconcileResult, moment) -> None:
+    """One open plan per job: the row that stands for the job's plan is updated in place (services.plans keeps
+    a plan while it makes room), any other open row of the job is superseded, and a new plan gets a new row."""
     open_plans = {p.job_id: p for p in PreemptionPlan.objects.filter(status__in=OPEN_PLAN_STATUSES)}
     open_victims = defaultdict(set)
     for plan_id, victim_id in PreemptionVictim.objects.filter(plan__in=list(open_plans.values())).values_list("plan_id", "job_id"):
         open_victims[plan_id].add(victim_id)
-    kept: set[int] = set()
+    kept: set[int] = set(settled.waiting)
     for planned in decisions.preemptions:
         plan = planned.plan
         is_executed = plan.job_id in admitted_ids and not planned.needs_approval
         existing = open_plans.get(plan.job_id)
-        if existing is not None and open_victims[existing.pk] == set(plan.victim_ids):
-            if is_executed:
-                existing.status = PlanStatus.EXECUTED
-                existing.save(update_fields=["status"])
-            elif existing.state_fingerprint != planned.fingerprint:  # planned again, on a changed state
-                existing.state_fingerprint = planned.fingerprint
-                existing.save(update_fields=["state_fingerprint"])
+        if existing is not None and (settled.rows.get(plan.job_id) == existing.pk or open_victims[existing.pk] == set(plan.victim_ids)):
+            _plan_row_update(existing, planned, victims_before=open_victims[existing.pk], is_executed=is_executed, moment=moment)
             kept.add(existing.pk)
             continue
         if existing is not None:
@@ -342,10 +340,26 @@ def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: Re
         kept.add(row.pk)
         if not is_executed:
             result.proposed_plans.append(row.pk)
-    # Open plans the core did not make again are stale: their job was admitted otherwise, left, or no longer needs them.
-    PreemptionPlan.objects.filter(status__in=OPEN_PLAN_STATUSES).exclude(pk__in=kept).exclude(
-        status=PlanStatus.APPROVED, job__state=JobState.PENDING.value
-    ).update(status=PlanStatus.SUPERSEDED)
+    # Open plans that no longer stand are stale: their job was admitted otherwise, left, or no longer needs them.
+    PreemptionPlan.objects.filter(status__in=OPEN_PLAN_STATUSES).exclude(pk__in=kept).update(status=PlanStatus.SUPERSEDED)
+
+
+def _plan_row_update(row: PreemptionPlan, planned, *, victims_before: set[int], is_executed: bool, moment) -> None:
+    """The same plan, as it stands now: victims that left or are no longer needed leave it; executed once it ran."""
+    plan, changed = planned.plan, []
+    if set(plan.victim_ids) != victims_before:
+        PreemptionVictim.objects.filter(plan=row).exclude(job_id__in=plan.victim_ids).delete()
+        row.cost_gpu_hours, row.teams_affected = round(plan.cost_gpu_hours, 3), list(plan.teams_affected)
+        changed += ["cost_gpu_hours", "teams_affected"]
+    if is_executed:
+        row.status = PlanStatus.EXECUTED
+        row.decided_at = row.decided_at or moment
+        changed += ["status", "decided_at"]
+    elif planned.fingerprint and row.state_fingerprint != planned.fingerprint:  # proposed again, on a changed state
+        row.state_fingerprint = planned.fingerprint
+        changed.append("state_fingerprint")
+    if changed:
+        row.save(update_fields=changed)
 
 
 def _decay_usage(*, context: SnapshotContext, now: float, last_pass_at: float | None, half_life_s: float) -> None:

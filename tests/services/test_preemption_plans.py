@@ -1,4 +1,5 @@
-"""Plans awaiting an admin survive the pass: stored with the state they were planned on, loaded back as made."""
+"""Plans awaiting an admin survive the pass: stored with the state they were planned on, loaded back as made, and kept
+(same row) while they make room; an approved one runs though the core would now pick other victims."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import pytest
 
 from scheduling.cluster.registry import get_cluster
 from scheduling.core.cycle import run_admission_cycle
-from scheduling.models import PlanStatus, PreemptionPlan
-from scheduling.services import admission_cycle_run
+from scheduling.core.model import JobState
+from scheduling.models import Job, JobEvent, PlanStatus, PreemptionPlan
+from scheduling.services import admission_cycle_run, preemption_approve
 from scheduling.snapshots import snapshot_build
 from tests.services.test_reconcile import T0, submit
 
@@ -34,3 +36,33 @@ def test_a_plan_awaiting_approval_is_proposed_again_from_the_database_without_pl
     owner.refresh_from_db()
     preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
     assert "reclaiming 64 GPUs lent to language-main" in preempt["detail"]
+
+
+def test_a_plan_keeps_its_row_while_the_state_changes_and_runs_once_approved_though_the_core_would_pick_another(org):
+    borrowers = [submit(org, user="language-researcher", queue="language-main", count=2, gpus=8, limit_s=7200, at=T0 + i,
+                        name=f"borrower-{i}") for i in range(4)]
+    admission_cycle_run(now=T0 + 5)
+    admission_cycle_run(now=T0 + 6)
+    owner = submit(org, count=2, gpus=8, at=T0 + 7, name="reclaimer")
+    admission_cycle_run(now=T0 + 8)
+    row = PreemptionPlan.objects.get(job=owner)
+    (victim,) = row.victims.all()
+
+    # The state changes (the core plans again) and the core would now reclaim another borrower first.
+    other = next(b for b in borrowers if b.pk != victim.pk)
+    Job.objects.filter(pk=other.pk).update(priority=-5)
+    PreemptionPlan.objects.filter(pk=row.pk).update(state_fingerprint="changed")
+    admission_cycle_run(now=T0 + 9)
+    assert list(PreemptionPlan.objects.filter(job=owner).values_list("pk", "status")) == [(row.pk, PlanStatus.PROPOSED)]
+    assert list(PreemptionPlan.objects.get(pk=row.pk).victims.values_list("pk", flat=True)) == [victim.pk]
+    owner.refresh_from_db()
+    preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
+    assert preempt["jobs"] == [victim.pk], "the page's fix names the plan the admin sees"
+
+    preemption_approve(actor=org["admin"], plan_id=row.pk)
+    result = admission_cycle_run(now=T0 + 10)
+    assert result.admitted == [owner.pk] and result.preempted == [victim.pk]
+    assert list(PreemptionPlan.objects.filter(job=owner).values_list("pk", "status")) == [(row.pk, PlanStatus.EXECUTED)]
+    event = JobEvent.objects.get(job=victim, reason="preempted")
+    assert event.message == f"preempted by plan #{row.pk} for job #{owner.pk}, approved by admin"
+    assert Job.objects.get(pk=other.pk).state == JobState.RUNNING
