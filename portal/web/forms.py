@@ -68,11 +68,44 @@ class JobSubmitForm(forms.Form):
         return bool(self.errors) or pod_sets.total_error_count() > 0
 
 
-class QuotaForm(forms.Form):
-    nominal = forms.IntegerField(min_value=0)
-    borrowing_limit = forms.IntegerField(min_value=0, required=False)
-    lending_limit = forms.IntegerField(min_value=0, required=False)
+class ChangeForm(forms.Form):
+    """A form of the queues page, one per queue and flavor (or team and flavor): ids unique on the page, the
+    service's errors on the fields they name (`quotas.H100-80GB.nominal` → nominal)."""
+
+    SERVICE_FIELDS: dict[str, str] = {}
+    """The first part of a service error's path → this form's field, when its last part is not a field."""
+
+    def __init__(self, *args, subject: str, **kwargs):
+        super().__init__(*args, auto_id=f"id_{subject.replace(' ', '_')}_%s", **kwargs)
+        for name, field in self.fields.items():
+            field.widget.attrs.setdefault("aria-label", f"{field.label} {subject}")
+
+    def add_service_errors(self, message_dict: dict[str, list[str]]) -> None:
+        for path, messages in message_dict.items():
+            last = path.rsplit(".", 1)[-1]
+            field = last if last in self.fields else self.SERVICE_FIELDS.get(path.split(".", 1)[0])
+            for message in messages:
+                self.add_error(field, message)
+
+    def mark_errors(self) -> None:
+        """Each field with an error points to it (screen readers read it with the field); the page opens on the first."""
+        errored = [name for name in self.fields if name in self.errors]
+        for name in errored:
+            self.fields[name].widget.attrs["aria-describedby"] = f"{self[name].auto_id}_error"
+        if errored:
+            self.fields[errored[0]].widget.attrs["autofocus"] = True
 
 
-class AllotmentForm(forms.Form):
-    gpus = forms.IntegerField(min_value=0)
+class QuotaForm(ChangeForm):
+    nominal = forms.IntegerField(min_value=0, label="nominal", widget=forms.NumberInput(attrs={"min": 0}))
+    borrowing_limit = forms.IntegerField(
+        min_value=0, required=False, label="borrowing limit",
+        widget=forms.NumberInput(attrs={"min": 0, "placeholder": "∞", "title": "empty: may borrow whatever the cohort lends"}))
+    lending_limit = forms.IntegerField(
+        min_value=0, required=False, label="lending limit",
+        widget=forms.NumberInput(attrs={"min": 0, "placeholder": "all", "title": "empty: lends all its unused nominal quota"}))
+
+
+class AllotmentForm(ChangeForm):
+    SERVICE_FIELDS = {"allotments": "gpus"}
+    gpus = forms.IntegerField(min_value=0, label="allotment", widget=forms.NumberInput(attrs={"min": 0}))

@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models import Sum
 
 from scheduling.core.model import PreemptionPolicy, QueueingStrategy
-from scheduling.models import AuditAction, Cohort, Flavor, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
+from scheduling.models import AuditAction, Cohort, Flavor, Node, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
 from scheduling.permissions import can_edit_team_queues, is_admin
 from scheduling.services.audit import audit_record, changes
 from scheduling.services.common import MAX_QUEUE_WEIGHT, Errors, create_named, is_count, reconcile_after_commit
@@ -23,6 +23,7 @@ def _clean_quotas(errors: Errors, quotas) -> dict[Flavor, dict]:
         errors.add("quotas", "must be an object mapping flavor name to {nominal, borrowing_limit, lending_limit}")
         return {}
     flavors = {f.name: f for f in Flavor.objects.filter(name__in=[k for k in quotas if isinstance(k, str)])}
+    fleet_gpus = _fleet_gpus(list(flavors.values()))
     clean = {}
     for flavor_name, quota in quotas.items():
         field = f"quotas.{flavor_name}"
@@ -49,6 +50,11 @@ def _clean_quotas(errors: Errors, quotas) -> dict[Flavor, dict]:
         if is_valid and lending is not None and lending > nominal:
             errors.add(f"{field}.lending_limit", f"{lending} exceeds the nominal quota {nominal}")
             is_valid = False
+        borrowing, in_fleet = quota.get("borrowing_limit"), fleet_gpus.get(flavor_name)
+        if is_valid and borrowing is not None and in_fleet and borrowing > in_fleet:
+            errors.add(f"{field}.borrowing_limit", f"{borrowing:,} is more than the {in_fleet:,} {flavor_name} GPUs in the whole fleet; "
+                                                   "leave it empty to borrow whatever the cohort lends")
+            is_valid = False
         if is_valid and not unknown:
             clean[flavors[flavor_name]] = {
                 "nominal": nominal,
@@ -56,6 +62,12 @@ def _clean_quotas(errors: Errors, quotas) -> dict[Flavor, dict]:
                 "lending_limit": lending,
             }
     return clean
+
+
+def _fleet_gpus(flavors: list[Flavor]) -> dict[str, int]:
+    """GPUs of each flavor in the fleet (a flavor without nodes yet is absent: its limits wait for its nodes)."""
+    rows = Node.objects.filter(flavor__in=flavors).values("flavor__name").annotate(gpus=Sum("capacity_gpus")).order_by()
+    return {row["flavor__name"]: row["gpus"] for row in rows}
 
 
 def _check_allotments(errors: Errors, *, team: Team, queue: Queue | None, quotas: dict[Flavor, dict]) -> None:

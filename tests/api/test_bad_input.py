@@ -80,6 +80,8 @@ BAD_QUEUES = [
     pytest.param({"quotas": {H100: {"nominal": -1}}}, "quotas", id="negative nominal"),
     pytest.param({"quotas": {H100: {"nominal": 1, "borrowing_limit": -2}}}, "quotas", id="negative borrowing limit"),
     pytest.param({"quotas": {H100: {"nominal": 0, "lending_limit": 4}}}, "quotas", id="lending limit above nominal"),
+    pytest.param({"quotas": {H100: {"nominal": 0, "borrowing_limit": 100_000}}}, f"quotas.{H100}.borrowing_limit",
+                 id="a borrowing limit larger than the fleet"),
     pytest.param({"quotas": {H100: {"nominal": 1, "extra": 1}}}, "quotas", id="unknown quota key"),
     pytest.param({"quotas": {"TPU-v9": {"nominal": 1}}}, "quotas.TPU-v9", id="unknown flavor"),
     pytest.param({"quotas": {H100: {"nominal": 1}}}, f"quotas.{H100}.nominal", id="nominals above the team's allotment"),

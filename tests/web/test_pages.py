@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scheduling.models import Job, QueueQuota, TeamAllotment
@@ -144,6 +146,52 @@ def test_a_lead_edits_a_quota_on_the_queues_page(browser_as):
     response = client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 99}, follow=True)
     assert "its allotment is 32" in response.content.decode()
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == 16
+
+
+def field_error(page: str, field_id: str) -> str:
+    """The error shown beside the field with this id ("" when none)."""
+    found = re.search(rf'<span class="error" id="{field_id}_error">(.*?)</span>', page)
+    return found.group(1) if found else ""
+
+
+@pytest.mark.parametrize("name, body, field_id, message", [
+    ("a nominal quota above the team's allotment", {"nominal": "99", "borrowing_limit": "", "lending_limit": ""},
+     f"id_vision-main_{H100}_nominal", "its allotment is 32"),
+    ("a borrowing limit larger than the whole fleet", {"nominal": "16", "borrowing_limit": "100000", "lending_limit": ""},
+     f"id_vision-main_{H100}_borrowing_limit", "100,000 is more than the 64 H100-80GB GPUs in the whole fleet"),
+    ("a lending limit above the nominal quota", {"nominal": "16", "borrowing_limit": "", "lending_limit": "20"},
+     f"id_vision-main_{H100}_lending_limit", "20 exceeds the nominal quota 16"),
+    ("a negative nominal quota", {"nominal": "-1", "borrowing_limit": "", "lending_limit": ""},
+     f"id_vision-main_{H100}_nominal", "greater than or equal to 0"),
+])
+def test_a_refused_quota_change_shows_its_error_beside_the_field_with_the_typed_values_kept(browser_as, name, body, field_id, message):
+    client = browser_as("vision-lead")
+    for url in (f"/queues/vision-main/quotas/{H100}/", f"/queues/vision-main/quotas/{H100}/preview/"):
+        response = client.post(url, body)
+        page = response.content.decode()
+        assert response.status_code == 400, name
+        assert message in field_error(page, field_id), name
+        for key, value in body.items():
+            assert re.search(rf'name="{key}"[^>]*value="{value}"', page) or not value, f"{name}: {key} keeps {value!r}"
+        assert 'aria-invalid="true"' in page and f'aria-describedby="{field_id}_error"' in page
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 32, "nothing saved"
+
+
+def test_a_refused_allotment_shows_its_error_beside_the_field(browser_as):
+    response = browser_as("admin").post(f"/teams/vision/allotments/{H100}/", {"gpus": "8"})
+    assert response.status_code == 400
+    assert "below the 32 GPUs" in field_error(response.content.decode(), f"id_vision_{H100}_gpus")
+    assert re.search(r'name="gpus"[^>]*value="8"', response.content.decode())
+
+
+def test_the_preview_page_saves_the_previewed_change(browser_as):
+    client = browser_as("vision-lead")
+    preview = client.post(f"/queues/vision-main/quotas/{H100}/preview/", {"nominal": "24", "borrowing_limit": "8", "lending_limit": ""})
+    page = preview.content.decode()
+    assert "Save this change" in page and f'action="/queues/vision-main/quotas/{H100}/"' in page
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 32
+    client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": "24", "borrowing_limit": "8", "lending_limit": ""})
+    assert QueueQuota.objects.filter(queue__name="vision-main").values_list("nominal", "borrowing_limit", "lending_limit").get() == (24, 8, None)
 
 
 def test_zero_limits_read_as_zero_not_as_unlimited(browser_as):
