@@ -41,6 +41,11 @@ def can_edit_team_queues(user, team_id: int) -> bool:
     return is_admin(user) or team_id in team_ids_of(user, role=Role.LEAD)
 
 
+def can_view_team(user, team_id: int) -> bool:
+    """A team's page (its jobs in full, its idle allocations, its records) is for its members and admins."""
+    return is_admin(user) or team_id in team_ids_of(user)
+
+
 def can_cancel_job(user, job) -> bool:
     return is_admin(user) or job.owner_id == user.pk or job.queue.team_id in team_ids_of(user, role=Role.LEAD)
 

@@ -1,4 +1,4 @@
-"""Server-rendered pages: jobs (list, submit, detail), fleet, queues, preemption plans and the audit log."""
+"""Server-rendered pages: jobs (list, submit, detail), fleet, queues, teams, preemption plans, history and the audit log."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from portal.web.forms import AllotmentForm, ChangeForm, JobSubmitForm, QuotaForm
 from scheduling import selectors, services
 from scheduling.core.model import JobState
 from scheduling.models import AuditAction, FleetSettings, Flavor, Job, PreemptionPlan, Queue, Team
-from scheduling.permissions import can_cancel_job, can_edit_team_queues, is_admin, team_ids_of
+from scheduling.permissions import can_cancel_job, can_edit_team_queues, can_read_audit, can_view_team, is_admin, team_ids_of
+from scheduling.selectors.borrowing import borrowing_over_time
 from scheduling.selectors.glance import queue_glance
 from scheduling.selectors.history import queue_history
 from scheduling.selectors.preemption import PLAN_VIEWS
@@ -357,6 +358,23 @@ def audit_list(request):
     })
 
 
+def _borrowing(window: str, team: str | None = None) -> dict:
+    cohorts = borrowing_over_time(window=window, team=team)
+    for index, cohort in enumerate(cohorts):
+        cohort.chart_id = f"borrowing-{index}"
+    return {"cohorts": cohorts, "url": reverse("web:borrowing"), "window": window, "windows": list(WINDOWS), "team": team,
+            "step_s": WINDOWS[window][1]}
+
+
+@login_required
+def borrowing(request):
+    """The borrowing-over-time fragment (history and team pages), for another window; team totals are not secret."""
+    team = request.GET.get("team") or None
+    if team is not None and not Team.objects.filter(name=team).exists():
+        raise Http404("no such team")
+    return render(request, "web/_borrowing_charts.html", {"borrowing": _borrowing(_window(request), team)})
+
+
 @login_required
 def history(request):
     """Waits, admissions and preemptions per queue and day over the last week, from job events."""
@@ -370,4 +388,62 @@ def history(request):
         queue["p95_min"][i] = None if row.p95_wait_s is None else round(row.p95_wait_s / 60, 1)
         queue["admissions"][i], queue["preemptions"][i] = row.admissions, row.preemptions
     chart = {"days": [d.isoformat() for d in days], "queues": series}
-    return render(request, "web/history.html", {"rows": rows, "chart": chart})
+    return render(request, "web/history.html", {"rows": rows, "chart": chart, "borrowing": _borrowing(_window(request))})
+
+
+@login_required
+def team_list(request):
+    """The teams the reader may open; a member of one team (not an admin) goes straight to it."""
+    teams = selectors.teams_visible(user=request.user)
+    if len(teams) == 1 and not is_admin(request.user):
+        return redirect("web:team-detail", name=teams[0].name)
+    return render(request, "web/team_list.html", {"teams": teams, "allotments": selectors.allotment_rows()})
+
+
+TEAM_JOBS_PAGE = 20
+
+
+@login_required
+def team_detail(request, name: str):
+    """A team at a glance, for its members and admins: its queues, use over time, idle allocations, borrowing, jobs
+    and (for its leads and admins) its audit records. The jobs are its live part."""
+    team = _visible_team(request.user, name)
+    page = selectors.job_page(selectors.job_list(user=request.user, team=name), older_than=_job_id(request.GET.get("older")),
+                              newer_than=_job_id(request.GET.get("newer")), size=TEAM_JOBS_PAGE)
+    context = {"team": team, "page": page, "filters": {}}
+    if request.htmx:
+        return render(request, "web/_job_table.html", context)
+    glances, borrowing_now = queue_glance(user=request.user, team=name)
+    audit = selectors.audit_page(user=request.user, team=name, limit=TEAM_JOBS_PAGE).records if can_read_audit(request.user) else None
+    context.update({
+        "glances": glances, "borrowing_now": borrowing_now, "is_admin": is_admin(request.user),
+        "members": selectors.team_members(team=team),
+        "allotments": [row for row in selectors.allotment_rows() if row["team"] == name],
+        "idle": [a for a in selectors.idle_allocations(user=request.user) if a.team == name],
+        "idle_threshold_percent": settings.GANGWAY_IDLE_THRESHOLD_PERCENT, "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S,
+        "usage_charts": _team_usage_charts(name, "1h"), "borrowing": _borrowing("1h", name), "audit": audit,
+    })
+    return render(request, "web/team_detail.html", context)
+
+
+def _visible_team(user, name: str) -> Team:
+    team = Team.objects.filter(name=name).first()
+    if team is None:
+        raise Http404("no such team")
+    if not can_view_team(user, team.pk):
+        raise PermissionDenied(f"team pages are for the team's members and admins; you are not in team {name}")
+    return team
+
+
+def _team_usage_charts(name: str, window: str) -> dict:
+    """The team's allocation vs use, then each of its queues' when it has more than one."""
+    series = selectors.usage_over_time(by="team", window=window, team=name)
+    queues = selectors.usage_over_time(by="queue", window=window, team=name)
+    return _charts(series + (queues if len(queues) > 1 else []), url=reverse("web:team-usage", args=[name]), window=window)
+
+
+@login_required
+def team_usage(request, name: str):
+    """The team page's use-over-time fragment, for another window."""
+    _visible_team(request.user, name)
+    return render(request, "web/_usage_charts.html", {"charts": _team_usage_charts(name, _window(request))})

@@ -3,7 +3,7 @@
 from scheduling.selectors.audit import audit_actors, audit_for_job, audit_page, audit_teams
 from scheduling.selectors.fleet import fleet_summary, node_list
 from scheduling.selectors.jobs import job_get, job_list, job_page
-from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
+from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list, team_members, teams_visible
 from scheduling.selectors.preemption import preemption_list
 from scheduling.selectors.priority_classes import priority_class_get, priority_class_list, priority_classes_usable_by
 from scheduling.selectors.usage import idle_allocations, job_usage_over_time, usage_over_time, usage_report
@@ -26,6 +26,8 @@ __all__ = [
     "queue_list",
     "team_get",
     "team_list",
+    "team_members",
+    "teams_visible",
     "allotment_rows",
     "usage_report",
     "usage_over_time",

@@ -63,8 +63,9 @@ class CohortBorrowing:
     """(queue, GPUs lent out), most first."""
 
 
-def queue_glance(*, user, now: dt.datetime | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
-    """Four queries: queues with quotas and use, pending GPUs, today's admissions."""
+def queue_glance(*, user, team: str | None = None, now: dt.datetime | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
+    """Four queries: queues with quotas and use, pending GPUs, today's admissions. With `team`: that team's queues,
+    and the borrowing of the cohorts they are in (lending is shared out over the whole cohort all the same)."""
     now = now or timezone.now()
     queues = queue_list()
     own = team_ids_of(user)
@@ -102,6 +103,9 @@ def queue_glance(*, user, now: dt.datetime | None = None) -> tuple[list[QueueGla
             flavor.lent_out_gpus = lent.get((glance.cohort, flavor.flavor), {}).get(glance.name, 0)
             flavor.free_gpus -= flavor.lent_out_gpus
     glances.sort(key=lambda g: (not g.is_own, g.name))
+    if team is not None:
+        glances = [g for g in glances if g.team == team]
+        borrowed = {key: by_queue for key, by_queue in borrowed.items() if key[0] in {g.cohort for g in glances}}
     cohorts = [
         CohortBorrowing(
             cohort=cohort, flavor=flavor,

@@ -6,12 +6,25 @@ from collections import defaultdict
 
 from django.db.models import Prefetch, QuerySet, Sum
 
-from scheduling.models import Job, Queue, QueueQuota, Team, TeamAllotment
+from scheduling.models import Job, Membership, Queue, QueueQuota, Role, Team, TeamAllotment
 from scheduling.models.jobs import HOLDING_STATES
+from scheduling.permissions import is_admin, team_ids_of
 
 
 def team_list() -> QuerySet:
     return Team.objects.prefetch_related("allotments__flavor", "queues", "namespaces").order_by("name")
+
+
+def teams_visible(*, user) -> list[Team]:
+    """Teams whose page `user` may open (see permissions.can_view_team): all for admins, their own for members."""
+    teams = Team.objects.order_by("name")
+    return list(teams if is_admin(user) else teams.filter(pk__in=team_ids_of(user)))
+
+
+def team_members(*, team: Team) -> list[tuple[str, str]]:
+    """(username, role) of the team's members, leads first."""
+    rows = Membership.objects.filter(team=team).values_list("user__username", "role")
+    return sorted(rows, key=lambda row: (row[1] != Role.LEAD, row[0]))
 
 
 def allotment_rows() -> list[dict]:

@@ -149,11 +149,13 @@ def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) 
                        idle_threshold_percent=settings.GANGWAY_IDLE_THRESHOLD_PERCENT, idle_grace_s=settings.GANGWAY_IDLE_GRACE_S)
 
 
-def usage_over_time(*, by: str, window: str, now: float | None = None) -> list[UsageSeries]:
-    """One series per team, queue or flavor (`by`) over the window ("1h", "24h", "7d"), busiest first. Team
-    totals are not secret: every reader sees every team's use, as on the fleet page."""
+def usage_over_time(*, by: str, window: str, team: str | None = None, now: float | None = None) -> list[UsageSeries]:
+    """One series per team, queue or flavor (`by`) over the window ("1h", "24h", "7d"), busiest first; only the
+    use of `team`'s jobs if given. Team totals are not secret: every reader sees every team's use, as on the fleet page."""
     window_s, step_s = WINDOWS[window]
     now, rows = _window(now, window_s)
+    if team is not None:
+        rows = rows.filter(team__name=team)
     key = GROUPINGS[by]
     grouped: dict[str, list[tuple[float, float, float]]] = {}
     for row in rows.exclude(**{key: None}).values(key, "start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by():
