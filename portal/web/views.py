@@ -19,7 +19,7 @@ from scheduling.permissions import can_cancel_job, can_edit_team_queues, can_rea
 from scheduling.selectors.borrowing import borrowing_over_time
 from scheduling.selectors.glance import queue_glance
 from scheduling.selectors.history import queue_history
-from scheduling.selectors.preemption import PLAN_VIEWS
+from scheduling.selectors.preemption import PLAN_VIEWS, open_plan_for_job
 from scheduling.selectors.usage import GROUPINGS, WINDOWS
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.services import explanations as explanation_services
@@ -110,6 +110,7 @@ def job_detail(request, pk: int):
         "job": job, "is_final": is_final, "explanation": job_explanation_get(job=job), "idle": idle,
         "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S, "can_cancel": not is_final and can_cancel_job(request.user, job),
         "audit": selectors.audit_for_job(user=request.user, job=job),
+        "open_plan": open_plan_for_job(job_id=job.pk) if job.state == JobState.PENDING else None,
     }
     if request.htmx:
         return render(request, "web/_job_live.html", context)

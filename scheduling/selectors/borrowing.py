@@ -28,10 +28,12 @@ class QueueBorrowing:
     """Mean GPUs held beyond nominal quota, per bin."""
     lent_gpus: list[float]
     """Mean GPUs of its unused nominal quota that borrowers held, per bin."""
+    bins_with_data: int = 1
+    """Bins in which use was collected: the means are over those (a fresh install has a few minutes of an hour)."""
 
     @property
     def mean_borrowed_gpus(self) -> float:
-        return round(sum(self.borrowed_gpus) / max(1, len(self.borrowed_gpus)), 1)
+        return round(sum(self.borrowed_gpus) / max(1, self.bins_with_data), 1)
 
     @property
     def peak_borrowed_gpus(self) -> float:
@@ -39,7 +41,7 @@ class QueueBorrowing:
 
     @property
     def mean_lent_gpus(self) -> float:
-        return round(sum(self.lent_gpus) / max(1, len(self.lent_gpus)), 1)
+        return round(sum(self.lent_gpus) / max(1, self.bins_with_data), 1)
 
 
 @dataclass
@@ -98,13 +100,15 @@ def borrowing_over_time(*, window: str, team: str | None = None, now: float | No
     members = defaultdict(list)
     for key, quota in quotas.items():
         members[(quota["queue__cohort__name"], quota["flavor__name"])].append(key)
-    borrowed = defaultdict(lambda: [0.0] * len(bins))
+    borrowed = defaultdict(lambda: [0.0] * len(bins))  # GPU-seconds per bin until divided by the seconds covered
     lent = defaultdict(lambda: [0.0] * len(bins))
+    covered_s = defaultdict(lambda: [0.0] * len(bins))
     for (cohort, flavor, start, bucket_s), held_by_queue in held.items():
         index = int((start - first) // step_s)
         if not 0 <= index < len(bins):
             continue
-        weight = bucket_s / step_s  # a minute bucket is a fifteenth of a 15-minute bin
+        covered_s[(cohort, flavor)][index] += bucket_s
+        weight = bucket_s
         lendable, borrowed_total = {}, 0.0
         for key in members[(cohort, flavor)]:
             quota, gpus = quotas[key], held_by_queue.get(key, 0.0)
@@ -118,9 +122,15 @@ def borrowing_over_time(*, window: str, team: str | None = None, now: float | No
 
     result = []
     for (cohort, flavor), keys in sorted(members.items()):
+        covered = covered_s[(cohort, flavor)]
+
+        def per_bin(gpu_s: list[float]) -> list[float]:
+            return [round(v / seconds, 1) if seconds else 0.0 for v, seconds in zip(gpu_s, covered)]
+
         queues = [
             QueueBorrowing(queue=quotas[key]["queue__name"], team=quotas[key]["queue__team__name"],
-                           borrowed_gpus=[round(v, 1) for v in borrowed[key]], lent_gpus=[round(v, 1) for v in lent[key]])
+                           borrowed_gpus=per_bin(borrowed[key]), lent_gpus=per_bin(lent[key]),
+                           bins_with_data=sum(1 for seconds in covered if seconds))
             for key in keys if any(borrowed[key]) or any(lent[key])
         ]
         if any(any(q.borrowed_gpus) for q in queues):

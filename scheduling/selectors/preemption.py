@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from scheduling.models import PreemptionPlan, PreemptionVictim
-from scheduling.models.preemption import PlanStatus
+from scheduling.models.preemption import OPEN_PLAN_STATUSES, PlanStatus
 
 PLAN_VIEWS = {
     "needs-approval": {"status": PlanStatus.PROPOSED, "needs_approval": True},
@@ -24,3 +24,8 @@ def preemption_list(*, status: str | None = None, view: str = "all") -> QuerySet
     else:
         plans = plans.exclude(status=PlanStatus.SUPERSEDED).filter(**PLAN_VIEWS[view])
     return plans.order_by("-created_at", "-id")
+
+
+def open_plan_for_job(*, job_id: int) -> PreemptionPlan | None:
+    """The job's plan that is proposed or approved (at most one), for its page to link and to quote its cost."""
+    return PreemptionPlan.objects.filter(job_id=job_id, status__in=OPEN_PLAN_STATUSES).first()

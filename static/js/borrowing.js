@@ -17,7 +17,7 @@
       all.forEach(function (trace) { trace.x = data.t; });
       Plotly.newPlot(target, all, {
         margin: { t: 6, l: 44, r: 8, b: 28 }, height: 220, legend: { orientation: "h", y: -0.18 },
-        yaxis: { title: { text: "GPUs" }, zeroline: true, zerolinewidth: 2 },
+        yaxis: { title: { text: "GPUs" }, zeroline: true, zerolinewidth: 2 }, xaxis: window.timeAxis(data.t),
       }, { displayModeBar: false, responsive: true }).then(function () { target.dataset.rendered = "true"; });
     });
   }

@@ -1,5 +1,6 @@
 // Buttons that stop other people's work ask first: <button data-confirm="#dialog-id"> opens that <dialog>; its
-// "Yes" button submits the button's form. Without JavaScript the button submits directly (the server still checks).
+// "Yes" button submits the button's form as that button would (its formaction too). Without JavaScript the button
+// submits directly (the server still checks).
 document.addEventListener("click", function (event) {
   const button = event.target.closest("button[data-confirm]");
   if (!button) return;
@@ -10,6 +11,6 @@ document.addEventListener("click", function (event) {
   dialog.showModal();
   dialog.addEventListener("close", function onClose() {
     dialog.removeEventListener("close", onClose);
-    if (dialog.returnValue === "yes") button.form.submit();
+    if (dialog.returnValue === "yes") button.form.requestSubmit(button);
   });
 });

@@ -10,7 +10,8 @@
           line: { color: "#93a8d6", width: 1, shape: "hv" }, hovertemplate: "%{y:.1f} GPUs allocated<extra></extra>" },
         { x: data.t, y: data.used, name: "used", type: "scatter", mode: "lines",
           line: { color: "#1e8e4e", width: 2, shape: "hv" }, hovertemplate: "%{y:.1f} GPUs used<extra></extra>" },
-      ], { margin: { t: 6, l: 40, r: 8, b: 28 }, height: 160, showlegend: false, yaxis: { rangemode: "tozero", title: { text: "GPUs" } } },
+      ], { margin: { t: 6, l: 40, r: 8, b: 28 }, height: 160, showlegend: false, yaxis: { rangemode: "tozero", title: { text: "GPUs" } },
+          xaxis: window.timeAxis(data.t) },
       { displayModeBar: false, responsive: true }).then(function () { target.dataset.rendered = "true"; });
     });
   }

@@ -131,7 +131,7 @@ def test_an_admin_approves_a_plan_after_a_confirmation_showing_victims_and_cost(
     plan = _plan(org)
     login(page, "admin")
     page.goto("/preemptions/")
-    page.fill(f"input[aria-label='comment on approving plan {plan.pk}']", "deadline")
+    page.fill(f"input[aria-label='comment on plan {plan.pk}']", "deadline")
     page.click(f"#plan-{plan.pk} button:has-text('Approve')")
     dialog = page.locator(f"#confirm-approve-{plan.pk}")
     dialog.wait_for(state="visible")

@@ -91,4 +91,4 @@ def test_the_plan_list_hides_superseded_plans_and_filters_by_needs_approval_and_
     admin.post(f"/preemptions/{live.pk}/approve/")
     assert listed("decided")[0] == {live.pk} and listed("needs-approval")[0] == set()
     plans, page = listed("all")
-    assert plans == {live.pk} and ">approved<" in page and "Approve…" not in page
+    assert plans == {live.pk} and ">approved, runs on the next pass<" in page and "needs approval" not in page and "Approve…" not in page

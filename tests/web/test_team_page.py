@@ -35,6 +35,7 @@ def test_borrowing_over_time_names_the_borrower_and_the_lender_per_minute(org):
     assert sorted(set(by_queue["vision-main"].borrowed_gpus)) == [0.0, 16.0] and by_queue["vision-main"].peak_borrowed_gpus == 16
     assert sorted(set(by_queue["language-main"].lent_gpus)) == [0.0, 16.0] and not any(by_queue["language-main"].borrowed_gpus)
     assert sum(1 for v in by_queue["vision-main"].borrowed_gpus if v) == 3, "one bin per collected minute"
+    assert (by_queue["vision-main"].mean_borrowed_gpus, by_queue["language-main"].mean_lent_gpus) == (16, 16), "over the minutes with data"
     assert [values for _, values in cohort.rows() if any(values)] == [[16.0, -16.0]] * 3
     assert borrowing_over_time(window="1h", team="vision")[0].queues == cohort.queues
 
