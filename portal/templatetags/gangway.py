@@ -91,6 +91,12 @@ def plural(count, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+@register.filter
+def subtract(value, other) -> int:
+    """`held|subtract:allotted`: the GPUs beyond an allotment."""
+    return int(value) - int(other)
+
+
 @register.simple_tag
 def vendor(name: str) -> str:
     return static(vendored_path(name))

@@ -32,16 +32,29 @@ def job_list(request):
         filters["state"] = None
     page = selectors.job_page(selectors.job_list(user=request.user, **filters), older_than=_job_id(request.GET.get("older")),
                               newer_than=_job_id(request.GET.get("newer")))
-    return render(
-        request,
-        "web/_job_table.html" if request.htmx else "web/job_list.html",
-        {
-            "page": page,
-            "filters": filters,
-            "states": [s.value for s in JobState],
-            "queues": Queue.objects.order_by("name").values_list("name", flat=True),
-        },
-    )
+    idle = selectors.idle_allocations(user=request.user)
+    context = {"page": page, "filters": filters, "idle_job_ids": {a.job_id for a in idle}}
+    if request.htmx:
+        return render(request, "web/_job_table.html", context)
+    return render(request, "web/job_list.html", {
+        **context, "states": [s.value for s in JobState], "queues": Queue.objects.order_by("name").values_list("name", flat=True),
+        "overview": _overview(request.user, idle),
+    })
+
+
+def _overview(user, idle) -> dict:
+    """The first screen's line of what needs attention: the reader's teams' GPUs against their allotments (admins:
+    the teams borrowing beyond theirs), idle allocations, and (admins) plans waiting for a decision."""
+    own = team_ids_of(user)
+    allotments = selectors.allotment_rows()
+    overview = {
+        "idle_gpus": sum(a.gpus for a in idle), "idle_count": len(idle),
+        "own": [row for row in allotments if row["team_id"] in own],
+        "borrowing": [row for row in allotments if row["in_use"] > row["gpus"]],
+    }
+    if is_admin(user):
+        overview["plans_waiting"] = selectors.preemption_list(view="needs-approval").count()
+    return overview
 
 
 def _job_id(raw: str | None) -> int | None:

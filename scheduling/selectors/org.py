@@ -38,7 +38,7 @@ def allotment_rows() -> list[dict]:
         for row in Job.objects.filter(state__in=HOLDING_STATES).values("queue__team_id", "flavor_id").annotate(total=Sum("gpus"))
     )
     return [
-        {"team": a.team.name, "flavor": a.flavor.name, "gpus": a.gpus,
+        {"team": a.team.name, "team_id": a.team_id, "flavor": a.flavor.name, "gpus": a.gpus,
          "in_queues": nominal.get((a.team_id, a.flavor_id), 0), "in_use": in_use.get((a.team_id, a.flavor_id), 0)}
         for a in TeamAllotment.objects.select_related("team", "flavor").order_by("team__name", "flavor__name")
     ]

@@ -255,3 +255,19 @@ def test_the_fleet_heatmap_has_a_cell_per_node_and_greys_out_unavailable_ones(fl
     assert rack1 == [-1, 8, 8, 8]
     assert rack2 == [8, 6, 8, 8]
     assert "2 unhealthy GPUs" in heatmap["text"][1][1]
+
+
+def test_the_job_list_opens_on_what_needs_attention_borrowing_idle_allocations_and_waiting_plans(browser_as, org, settings):
+    from tests.api.test_endpoints import _plan
+    from tests.web.test_team_page import borrow_and_collect
+
+    settings.GANGWAY_IDLE_GRACE_S = 120
+    job = borrow_and_collect(org, util_percent=4.0)
+    _plan(org)
+    member = browser_as("vision-researcher").get("/").content.decode()
+    overview = member.split('class="overview"')[1].split("</section>")[0]
+    assert "team vision · H100-80GB: 48 of 32 GPUs held, 16 borrowed from the cohort" in overview
+    assert "1 idle allocation holding 48 GPUs" in overview and "waiting for your decision" not in overview
+    assert f'href="/jobs/{job.pk}/#idle-flag"' in member, "the idle job is tagged in the list"
+    admin = browser_as("admin").get("/").content.decode().split('class="overview"')[1].split("</section>")[0]
+    assert "borrowing beyond their allotment" in admin and "1 preemption plan waiting for your decision" in admin
