@@ -1,5 +1,5 @@
 """Template helpers for one way of showing things everywhere: times with their zone (and relative where it helps),
-GPU counts with the right plural, and the URLs of vendored JavaScript."""
+GPU counts with the right plural, the URLs of vendored JavaScript, and what the nav offers a reader."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from portal.staticfinders import vendored_path
+from scheduling.permissions import can_read_audit
 
 register = template.Library()
 TIME_FORMAT = "%b %d %H:%M:%S UTC"
@@ -95,6 +96,12 @@ def plural(count, noun: str) -> str:
 def subtract(value, other) -> int:
     """`held|subtract:allotted`: the GPUs beyond an allotment."""
     return int(value) - int(other)
+
+
+@register.filter
+def reads_audit(user) -> bool:
+    """Admins and team leads read the audit log (their teams' part of it): the nav shows it to them."""
+    return can_read_audit(user)
 
 
 @register.simple_tag

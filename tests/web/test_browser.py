@@ -1,5 +1,7 @@
 """Real headless Chromium through Playwright against a live server, one test per flow: a submission whose admission
-arrives without a reload, use-over-time charts, the job list at phone width, an approval after its confirmation."""
+arrives without a reload, use-over-time and borrowing charts, the job list at phone width, an approval after its
+confirmation named on the victim's event, a lead's previewed quota change found in the audit log, and the placement
+list that keeps its open state across live refreshes."""
 
 from __future__ import annotations
 
@@ -80,12 +82,12 @@ def test_a_researcher_submits_and_sees_the_admission_arrive_without_reloading(pa
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == 24
 
 
-def test_use_over_time_and_history_charts_render_with_data_and_no_errors(page, org):
+def test_use_over_time_borrowing_and_history_charts_render_with_data_and_no_errors(page, org):
     from scheduling.services import job_submit, usage_collect
 
-    for team in ("vision", "language"):
+    for team, pods in (("vision", 6), ("language", 1)):  # vision holds 48 GPUs on a nominal quota of 32: it borrows 16
         job_submit(user=org[f"{team}-researcher"], queue_name=f"{team}-main", flavor_name="H100-80GB", name=f"{team}-run",
-                   pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}], runtime_limit_s=3600)
+                   pod_sets=[{"name": "worker", "count": pods, "gpus_per_pod": 8}], runtime_limit_s=3600)
     admission_cycle_run()
     for minutes_ago in (3, 2, 1):
         usage_collect(now=time.time() - 60 * minutes_ago)
@@ -100,16 +102,26 @@ def test_use_over_time_and_history_charts_render_with_data_and_no_errors(page, o
     page.wait_for_selector("#usage-charts [data-usage-chart][data-rendered=true]")
     assert page.locator("#usage-charts [data-usage-chart]").count() == 2  # one per team with use
     assert page.locator("#usage-charts [data-usage-chart] .scatterlayer .trace").count() == 4  # allocated and used each
-    assert "vision\t8 GPUs" in page.inner_text("#usage-table")
+    assert "vision\t48 GPUs" in page.inner_text("#usage-table")
 
     page.click("#usage-charts a.choice:text-is('flavor')")  # htmx swaps in the per-flavor charts, drawn again
     page.wait_for_selector("#usage-charts figcaption:has-text('H100-80GB')")
     page.wait_for_selector("#usage-charts [data-usage-chart][data-rendered=true]")
 
-    page.goto("/history/")  # the admissions of this test, per queue and day
+    page.goto("/history/")  # the admissions of this test, per queue and day; who borrowed from whom per minute
     page.wait_for_selector("#history-waits[data-rendered=true]")
     page.wait_for_selector("#history-counts[data-rendered=true]")
     assert page.locator("#history-counts .trace").count() == 2
+    page.wait_for_selector("#borrowing-charts [data-borrowing-chart][data-rendered=true]")
+    assert page.locator("#borrowing-charts .scatterlayer .trace").count() == 2  # vision borrows, language lends
+    assert "16 GPUs" in page.inner_text("#borrowing-charts table.borrowing-summary")
+
+    page.goto("/teams/vision/")
+    page.wait_for_selector("#usage-charts [data-usage-chart][data-rendered=true]")
+    page.wait_for_selector("#borrowing-charts [data-borrowing-chart][data-rendered=true]")
+    page.click("#borrowing-charts a.choice:text-is('24h')")  # another window, drawn again
+    page.wait_for_selector("#borrowing-charts a.choice.chosen:text-is('24h')")
+    page.wait_for_selector("#borrowing-charts [data-borrowing-chart][data-rendered=true]")
     assert problems == []
 
 
@@ -123,22 +135,83 @@ def test_the_job_list_at_390_px_has_no_horizontal_scroll(page, org):
     page.goto("/")
     page.wait_for_selector("text=" + "x" * 20)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    for url in ("/queues/", "/teams/vision/", "/preemptions/", "/history/", "/fleet/", "/jobs/new/"):  # wide tables scroll inside
+        page.goto(url)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, url
 
 
-def test_an_admin_approves_a_plan_after_a_confirmation_showing_victims_and_cost(page, org):
-    from tests.api.test_endpoints import _plan
+def test_an_admin_approves_a_plan_after_the_confirmation_and_the_victims_event_names_them(page, org, every_plan_runs):
+    from scheduling.models import JobEvent
+    from scheduling.services import job_submit
 
-    plan = _plan(org)
+    borrower = job_submit(user=org["language-researcher"], queue_name="language-main", flavor_name="H100-80GB", name="borrower",
+                          pod_sets=[{"name": "worker", "count": 8, "gpus_per_pod": 8}], runtime_limit_s=7200)
+    admission_cycle_run()
+    admission_cycle_run()
+    owner = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name="H100-80GB", name="reclaimer",
+                       pod_sets=[{"name": "worker", "count": 2, "gpus_per_pod": 8}], runtime_limit_s=3600)
+    admission_cycle_run()
+    plan = PreemptionPlan.objects.get(job=owner)
+
     login(page, "admin")
-    page.goto("/preemptions/")
+    page.click(".overview a:has-text('waiting for your decision')")  # the first screen says a plan waits
     page.fill(f"input[aria-label='comment on plan {plan.pk}']", "deadline")
     page.click(f"#plan-{plan.pk} button:has-text('Approve')")
     dialog = page.locator(f"#confirm-approve-{plan.pk}")
     dialog.wait_for(state="visible")
-    assert "1.5 GPU·h" in dialog.inner_text() and "language" in dialog.inner_text()
+    assert f"#{borrower.pk}" in dialog.inner_text() and "language" in dialog.inner_text() and "GPU·h" in dialog.inner_text()
     assert PreemptionPlan.objects.get(pk=plan.pk).status == "proposed"  # nothing happened before the confirmation
 
     dialog.locator("button:has-text('Yes')").click()
     page.wait_for_selector(f"text=Plan {plan.pk} approved.")
     assert AuditRecord.objects.get(action="preemption.approve").comment == "deadline"
-    assert PreemptionPlan.objects.get(pk=plan.pk).status == "approved"
+    admission_cycle_run()  # the worker's next pass executes the approved plan
+
+    page.goto(f"/jobs/{borrower.pk}/")
+    page.wait_for_selector(f"text=preempted by plan #{plan.pk} for job #{owner.pk}, approved by admin")
+    assert PreemptionPlan.objects.get(pk=plan.pk).status == "executed"
+    assert JobEvent.objects.filter(job=borrower, reason="preempted").count() == 1
+    page.goto("/audit/")
+    assert "deadline" in page.inner_text("table.audit") and "preemption.approve" in page.inner_text("table.audit")
+
+
+def test_a_lead_previews_and_saves_a_quota_change_and_finds_it_in_the_audit_log(page, org):
+    login(page, "vision-lead")
+    page.goto("/queues/")
+    page.fill("input[aria-label='nominal vision-main H100-80GB']", "24")
+    page.click("#quota-vision-main-H100-80GB button:has-text('Preview')")
+    page.wait_for_selector("h1:has-text('Preview: queue vision-main, H100-80GB')")
+    assert "nominal 24" in page.inner_text("main") and QueueQuota.objects.get(queue__name="vision-main").nominal == 32
+
+    page.click("button:has-text('Save this change')")
+    page.wait_for_selector("text=Quota of vision-main for H100-80GB saved.")
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 24
+
+    page.click("nav >> text=Audit")
+    row = page.locator("table.audit tbody tr").first
+    assert "vision-lead" in row.inner_text() and "queue.quota_update" in row.inner_text()
+    assert "'nominal': 32" in row.inner_text() and "'nominal': 24" in row.inner_text()
+
+    page.goto("/queues/")  # a refused change: the error beside its field, the typed value kept
+    page.fill("input[aria-label='borrowing limit vision-main H100-80GB']", "100000")
+    page.click("#quota-vision-main-H100-80GB button:has-text('Save')")
+    page.wait_for_selector("#id_vision-main_H100-80GB_borrowing_limit_error:has-text('more than the 64 H100-80GB GPUs')")
+    assert page.input_value("input[aria-label='borrowing limit vision-main H100-80GB']") == "100000"
+    assert page.evaluate("document.activeElement.name") == "borrowing_limit"
+
+
+def test_the_placement_list_keeps_its_open_or_closed_state_across_live_refreshes(page, org):
+    from scheduling.services import job_submit
+
+    job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name="H100-80GB", name="many-pods",
+                     pod_sets=[{"name": "worker", "count": 12, "gpus_per_pod": 1}], runtime_limit_s=3600)
+    admission_cycle_run()
+    login(page, "vision-researcher")
+    page.goto(f"/jobs/{job.pk}/")
+    assert page.evaluate("document.getElementById('placement').open") is False  # 12 pods: folded at first
+    swaps = "new Promise(resolve => document.addEventListener('htmx:afterSwap', () => resolve(true), {once: true}))"
+    for wanted in (True, False):
+        page.click("#placement summary")
+        assert page.evaluate("document.getElementById('placement').open") is wanted
+        assert page.evaluate(swaps) is True  # the live part was swapped in again
+        assert page.evaluate("document.getElementById('placement').open") is wanted
