@@ -98,6 +98,40 @@ def subtract(value, other) -> int:
     return int(value) - int(other)
 
 
+def _flat(values, prefix: str = "") -> dict:
+    """{"quotas.H100": {"nominal": 32}} → {"quotas.H100.nominal": 32}."""
+    flat = {}
+    for key, value in (values or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
+@register.filter
+def audit_changes(record) -> list[tuple[str, str | None, str]]:
+    """An audit record's change as (what, before, after) lines, only what changed: `quotas.H100-80GB.nominal`,
+    `32`, `24`. A record of a creation has no before."""
+    before, after = _flat(record.before), _flat(record.after)
+    lines = []
+    for key in [*after, *(k for k in before if k not in after)]:
+        old, new = before.get(key), after.get(key)
+        if key in before and old == new:
+            continue
+        lines.append((key, _shown(old) if key in before else None, _shown(new) if key in after else "removed"))
+    return lines
+
+
 @register.filter
 def reads_audit(user) -> bool:
     """Admins and team leads read the audit log (their teams' part of it): the nav shows it to them."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import F, Sum
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -69,7 +70,9 @@ def job_submit(request):
         allowed = allowed.filter(team_id__in=team_ids_of(request.user))
     form_kwargs = {
         "queues": list(allowed.values_list("name", flat=True)),
-        "flavors": list(Flavor.objects.order_by("name").values_list("name", flat=True)),
+        # The flavor with the most GPUs first: it is the default choice.
+        "flavors": list(Flavor.objects.annotate(fleet_gpus=Sum("nodes__capacity_gpus")).order_by(F("fleet_gpus").desc(nulls_last=True), "name")
+                        .values_list("name", flat=True)),
         "levels": list(FleetSettings.load().topology_levels),
         "priority_classes": _priority_class_choices(request.user),
         "may_set_priority": is_admin(request.user),

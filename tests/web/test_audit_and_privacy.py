@@ -121,3 +121,19 @@ def test_a_gang_over_the_classs_cap_is_refused_on_the_form_next_to_the_class(bro
     response = browser_as("vision-researcher").post("/jobs/new/", form(priority_class="high"))
     assert response.status_code == 400
     assert response.context["form"].errors["priority_class"] == ["the gang needs 16 GPUs; a team may run at most 8 at high"]
+
+
+@pytest.mark.parametrize("name, before, after, lines", [
+    ("a quota edit shows only the limit that changed", {"quotas.H100": {"nominal": 32, "lending_limit": None}},
+     {"quotas.H100": {"nominal": 24, "lending_limit": None}}, [("quotas.H100.nominal", "32", "24")]),
+    ("a creation has no before", {}, {"value": 10, "teams": ["vision", "language"]},
+     [("value", None, "10"), ("teams", None, "vision, language")]),
+    ("an allotment set to nothing reads as removed", {"H100": 64}, {}, [("H100", "64", "removed")]),
+    ("a limit cleared reads as none", {"borrowing_limit": 8}, {"borrowing_limit": None}, [("borrowing_limit", "8", "none")]),
+])
+def test_an_audit_record_reads_as_what_changed_from_what_to_what(name, before, after, lines):
+    from types import SimpleNamespace
+
+    from portal.templatetags.gangway import audit_changes
+
+    assert audit_changes(SimpleNamespace(before=before, after=after)) == lines, name

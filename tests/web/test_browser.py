@@ -190,7 +190,7 @@ def test_a_lead_previews_and_saves_a_quota_change_and_finds_it_in_the_audit_log(
     page.click("nav >> text=Audit")
     row = page.locator("table.audit tbody tr").first
     assert "vision-lead" in row.inner_text() and "queue.quota_update" in row.inner_text()
-    assert "'nominal': 32" in row.inner_text() and "'nominal': 24" in row.inner_text()
+    assert "quotas.H100-80GB.nominal: 32 → 24" in row.inner_text()
 
     page.goto("/queues/")  # a refused change: the error beside its field, the typed value kept
     page.fill("input[aria-label='borrowing limit vision-main H100-80GB']", "100000")
