@@ -206,9 +206,7 @@ def queue_list(request):
 def _queue_page(request, failed: ChangeForm | None = None):
     """The queues page; after a refused change, with that form as typed and its errors beside its fields (400)."""
     queues = selectors.queue_list()
-    idle_gpus: dict[str, int] = {}
-    for allocation in selectors.idle_allocations(user=request.user):
-        idle_gpus[allocation.queue] = idle_gpus.get(allocation.queue, 0) + allocation.gpus
+    idle_gpus = _idle_gpus_by_queue(selectors.idle_allocations(user=request.user))
     for queue in queues:
         queue.can_edit = can_edit_team_queues(request.user, queue.team_id)
         queue.idle_gpus = idle_gpus.get(queue.name, 0)
@@ -228,10 +226,19 @@ def _queue_page(request, failed: ChangeForm | None = None):
             is_failed = failed is not None and failed.subject == ("allotment", subject)
             row["form"] = failed if is_failed else AllotmentForm(initial={"gpus": row["gpus"]}, subject=subject)
     glances, borrowing = queue_glance(user=request.user)
+    for glance in glances:
+        glance.idle_gpus = idle_gpus.get(glance.name, 0)
     return render(request, "web/queue_list.html", {
         "queues": queues, "allotments": allotments, "is_admin": is_admin(request.user),
         "glances": glances, "borrowing": borrowing, "failed": failed,
     }, status=400 if failed is not None else 200)
+
+
+def _idle_gpus_by_queue(idle) -> dict[str, int]:
+    by_queue: dict[str, int] = {}
+    for allocation in idle:
+        by_queue[allocation.queue] = by_queue.get(allocation.queue, 0) + allocation.gpus
+    return by_queue
 
 
 def _quota_form(quota, subject: str) -> QuotaForm:
@@ -431,12 +438,16 @@ def team_detail(request, name: str):
     if request.htmx:
         return render(request, "web/_job_table.html", context)
     glances, borrowing_now = queue_glance(user=request.user, team=name)
+    idle = [a for a in selectors.idle_allocations(user=request.user) if a.team == name]
+    idle_gpus = _idle_gpus_by_queue(idle)
+    for glance in glances:
+        glance.idle_gpus = idle_gpus.get(glance.name, 0)
     audit = selectors.audit_page(user=request.user, team=name, limit=TEAM_JOBS_PAGE).records if can_read_audit(request.user) else None
     context.update({
         "glances": glances, "borrowing_now": borrowing_now, "is_admin": is_admin(request.user),
         "members": selectors.team_members(team=team),
         "allotments": [row for row in selectors.allotment_rows() if row["team"] == name],
-        "idle": [a for a in selectors.idle_allocations(user=request.user) if a.team == name],
+        "idle": idle,
         "idle_threshold_percent": settings.GANGWAY_IDLE_THRESHOLD_PERCENT, "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S,
         "usage_charts": _team_usage_charts(name, "1h"), "borrowing": _borrowing("1h", name), "audit": audit,
     })

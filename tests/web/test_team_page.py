@@ -78,6 +78,7 @@ def test_the_team_page_shows_its_queues_idle_allocations_use_borrowing_jobs_and_
     assert "vision-main borrows 16" in page, "who borrows from whom, now"
     assert 'data-usage-chart="usage-job-0"' in page and 'data-borrowing-chart="borrowing-0"' in page
     assert f"#{job.pk} wide-vision-run" in page.split('id="idle"')[1], "the idle allocation is flagged"
+    assert "48 GPUs held idle" in page.split('id="glance-vision-main"')[1], "and on its queue's glance"
     assert 'id="job-table"' in page and "wide-vision-run" in page.split('id="jobs"')[1]
     assert "queue.quota_update" in page.split('id="audit"')[1], "the lead's change is in the team's records"
     researcher = browser_as("vision-researcher").get("/teams/vision/").content.decode()
