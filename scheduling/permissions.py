@@ -20,17 +20,13 @@ def is_admin(user) -> bool:
 
 
 def team_ids_of(user, *, role: str | None = None) -> set[int]:
+    """The teams `user` belongs to (with `role`, only those); one query per request, whichever roles are asked."""
     if not user or not user.is_authenticated:
         return set()
-    cache_name = f"_gangway_team_ids_{role or 'any'}"
-    cached = getattr(user, cache_name, None)
-    if cached is None:
-        memberships = Membership.objects.filter(user=user)
-        if role:
-            memberships = memberships.filter(role=role)
-        cached = set(memberships.values_list("team_id", flat=True))
-        setattr(user, cache_name, cached)
-    return cached
+    memberships = getattr(user, "_gangway_memberships", None)
+    if memberships is None:
+        memberships = user._gangway_memberships = list(Membership.objects.filter(user=user).values_list("team_id", "role"))
+    return {team_id for team_id, team_role in memberships if role is None or team_role == role}
 
 
 def can_submit_to_team(user, team_id: int) -> bool:
