@@ -13,6 +13,7 @@ from scheduling.models import Job, Team, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.permissions import is_admin, team_ids_of
 from scheduling.services.common import to_datetime
+from scheduling.services.usage import MINUTE_S
 from scheduling.usage.rollup import UsePoint, use_percent, use_series
 
 WINDOW_S = 3600.0
@@ -101,7 +102,9 @@ def _window(now: float | None, window_s: float):
 def idle_allocations(*, user, now: float | None = None) -> list[IdleAllocation]:
     """Jobs holding GPUs since before the grace period whose use over the whole grace period is below the threshold."""
     grace_s, threshold = settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT
-    now, window = _window(now, grace_s)
+    # The minute bucket the grace period starts in overlaps it: without it, a grace period of a minute or two
+    # would often hold no bucket at all between two collections, and idle jobs would flicker in and out.
+    now, window = _window(now, grace_s + MINUTE_S)
     held = {
         row["id"]: row
         for row in Job.objects.filter(state__in=HOLDING_STATES, admitted_at__lte=to_datetime(now - grace_s))

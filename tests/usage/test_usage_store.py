@@ -75,6 +75,15 @@ def test_a_job_is_an_idle_allocation_only_after_the_grace_period(busy_and_idle, 
     assert [a.job_id for a in usage_report(user=org["admin"], now=T0 + 200).idle] == [idle.pk]
 
 
+@pytest.mark.parametrize("seconds_after_the_last_collection", [5, 59, 110])
+def test_an_idle_job_stays_flagged_between_collections_with_a_grace_period_of_a_minute(busy_and_idle, org, settings,
+                                                                                     seconds_after_the_last_collection):
+    busy, idle = busy_and_idle  # collected at T0 + 60, + 120, + 180: minute buckets starting at T0 + 60, + 120, + 180
+    settings.GANGWAY_IDLE_GRACE_S = 60
+    now = T0 + 180 + seconds_after_the_last_collection
+    assert [a.job_id for a in usage_report(user=org["admin"], now=now).idle] == [idle.pk]
+
+
 def test_each_collection_adds_a_minute_rollup_per_held_job_with_use_capped_at_allocation(org):
     job = submit(org, count=1)
     admission_cycle_run(now=T0 + 1)
