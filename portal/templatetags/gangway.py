@@ -113,6 +113,8 @@ def _flat(values, prefix: str = "") -> dict:
 def _shown(value) -> str:
     if value is None:
         return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value)) or "none"
     return str(value)

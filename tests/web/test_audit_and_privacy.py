@@ -130,6 +130,7 @@ def test_a_gang_over_the_classs_cap_is_refused_on_the_form_next_to_the_class(bro
      [("value", None, "10"), ("teams", None, "vision, language")]),
     ("an allotment set to nothing reads as removed", {"H100": 64}, {}, [("H100", "64", "removed")]),
     ("a limit cleared reads as none", {"borrowing_limit": 8}, {"borrowing_limit": None}, [("borrowing_limit", "8", "none")]),
+    ("a flag reads as yes or no", {"is_default": False}, {"is_default": True}, [("is_default", "no", "yes")]),
 ])
 def test_an_audit_record_reads_as_what_changed_from_what_to_what(name, before, after, lines):
     from types import SimpleNamespace
