@@ -43,7 +43,7 @@ class VendorFinder(BaseFinder):
         matches = [str(source) for static_path, source in VENDORED.values() if static_path == path]
         if many:
             return matches
-        return matches[0] if matches else None
+        return matches[0] if matches else []  # as Django's own finders: a None here would be "found" as [None]
 
     def list(self, ignore_patterns):
         for static_path, source in VENDORED.values():

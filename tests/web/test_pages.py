@@ -132,6 +132,11 @@ def test_vendored_javascript_is_served_by_us_compressed_and_cached_for_a_year(cl
     assert "max-age=315360000" in response["Cache-Control"] and "immutable" in response["Cache-Control"]
 
 
+@pytest.mark.parametrize("path", ["vendor/plotly-0.0.0.min.js", "css/missing.css"])
+def test_a_static_file_that_does_not_exist_is_a_404_not_a_500(client, db, path):
+    assert client.get(f"/static/{path}").status_code == 404
+
+
 def test_the_favicon_is_ours(client, db):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response["Location"].endswith("favicon.svg")
