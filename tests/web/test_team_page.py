@@ -70,8 +70,8 @@ def test_a_team_page_is_for_its_members_and_admins(browser_as, org, username, st
 
 
 def test_the_team_page_shows_its_queues_idle_allocations_use_borrowing_jobs_and_records(browser_as, org, settings):
-    settings.GANGWAY_IDLE_GRACE_S = 120
-    job = borrow_and_collect(org, util_percent=4.0)
+    settings.GANGWAY_IDLE_GRACE_S = 240  # four of the five collected minutes: a slow machine still finds them
+    job = borrow_and_collect(org, minutes=5, util_percent=4.0)
     queue_update(actor=org["vision-lead"], queue_name="vision-main", quotas={H100: {"nominal": 32, "borrowing_limit": 32, "lending_limit": None}})
     page = browser_as("vision-lead").get("/teams/vision/").content.decode()
     assert 'id="glance-vision-main"' in page and 'id="glance-language-main"' not in page
