@@ -14,14 +14,19 @@ from scheduling.selectors.fleet import node_free_gpus
 
 
 class StrictMixin:
-    """Unknown keys are errors, so a typo never silently does nothing."""
+    """Unknown keys are errors, so a typo never silently does nothing; reported with the other fields' errors."""
 
     def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = set(data) - set(self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["unknown field"] for key in sorted(unknown)})
-        return super().to_internal_value(data)
+        unknown = {key: ["unknown field"] for key in sorted(set(data) - set(self.fields))} if isinstance(data, dict) else {}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as error:
+            if unknown and isinstance(error.detail, dict):
+                raise serializers.ValidationError({**unknown, **error.detail}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class PodSetIn(StrictMixin, serializers.Serializer):

@@ -139,11 +139,12 @@ def job_submit(
     is_preemptible: bool = True,
     pod_template: dict | None = None,
     now: float | None = None,
-) -> Job:
+    validate_only: bool = False,
+) -> Job | None:
     """Validate and store a pending gang; a reconcile pass runs after commit. With a pod template the gang
     is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job.
     The job runs at `priority_class` (None: the default class) and gets its value; only admins give a raw
-    `priority`, which then overrides the class's value."""
+    `priority`, which then overrides the class's value. `validate_only`: check everything, store nothing."""
     errors = Errors()
     queue = Queue.objects.filter(name=queue_name).select_related("team").first() if isinstance(queue_name, str) else None
     if queue is None:
@@ -185,6 +186,8 @@ def job_submit(
         if cap is not None and gang_gpus > cap:
             errors.add("priority_class", f"the gang needs {gang_gpus} GPUs; a team may run at most {cap} at {chosen_class.name}")
     errors.raise_if_any()
+    if validate_only:
+        return None
 
     submitted_at = to_datetime(now if now is not None else time.time())
     job = Job.objects.create(
