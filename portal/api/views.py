@@ -19,6 +19,20 @@ from scheduling.models import Team
 from scheduling.snapshots import scheduler_config
 
 
+class KnownQueryParameters:
+    """A query parameter the view does not know is a 400, never silently ignored (`?status=pending` on jobs)."""
+
+    query_parameters: frozenset[str] = frozenset()
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request.method == "GET":
+            unknown = sorted(set(request.query_params) - self.query_parameters - {"format"})
+            if unknown:
+                known = ", ".join(sorted(self.query_parameters)) or "none"
+                raise DjangoValidationError({key: [f"unknown query parameter; this list takes {known}"] for key in unknown})
+
+
 class TeamsView(APIView):
     @extend_schema(responses=s.TeamOut(many=True))
     def get(self, request):
@@ -51,10 +65,14 @@ class TeamDetailView(APIView):
         return Response(s.TeamOut(selectors.team_get(name=name)).data)
 
 
-class QueuesView(APIView):
-    @extend_schema(responses=s.QueueOut(many=True))
+class QueuesView(KnownQueryParameters, APIView):
+    query_parameters = frozenset({"team"})
+
+    @extend_schema(parameters=[s.QueueQueryIn], responses=s.QueueOut(many=True))
     def get(self, request):
-        return Response(s.QueueOut(selectors.queue_list(team=request.query_params.get("team")), many=True).data)
+        query = s.QueueQueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(s.QueueOut(selectors.queue_list(team=query.validated_data.get("team")), many=True).data)
 
     @extend_schema(request=s.QueueIn, responses={201: s.QueueOut})
     def post(self, request):
@@ -84,20 +102,6 @@ class QueueDetailView(APIView):
         update = queue_change(services.queue_update, actor=request.user, queue_name=name)
         update(validated_body(s.QueuePatchIn, request, check=lambda fields: update(fields, validate_only=True)))
         return Response(s.QueueOut(selectors.queue_get(name=name)).data)
-
-
-class KnownQueryParameters:
-    """A query parameter the view does not know is a 400, never silently ignored (`?status=pending` on jobs)."""
-
-    query_parameters: frozenset[str] = frozenset()
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        if request.method == "GET":
-            unknown = sorted(set(request.query_params) - self.query_parameters - {"format"})
-            if unknown:
-                known = ", ".join(sorted(self.query_parameters)) or "none"
-                raise DjangoValidationError({key: [f"unknown query parameter; this list takes {known}"] for key in unknown})
 
 
 class JobsView(KnownQueryParameters, ListAPIView):
@@ -187,24 +191,32 @@ class FleetView(APIView):
         )
 
 
-class UsageView(APIView):
-    @extend_schema(responses=s.UsageOut)
+class UsageView(KnownQueryParameters, APIView):
+    query_parameters = frozenset({"window_s"})
+
+    @extend_schema(parameters=[s.UsageQueryIn], responses=s.UsageOut)
     def get(self, request):
         """Allocation vs use per team over the last hour (`?window_s=` to change), and the idle allocations."""
-        try:
-            window_s = float(request.query_params.get("window_s", 3600))
-        except ValueError:
-            raise DjangoValidationError({"window_s": ["must be a number of seconds"]}) from None
-        if not 60 <= window_s <= 7 * 24 * 3600:
-            raise DjangoValidationError({"window_s": ["must be between 60 and 604800 seconds"]})
+        query = s.UsageQueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        window_s = query.validated_data["window_s"]
         return Response(s.UsageOut(selectors.usage_report(user=request.user, window_s=window_s)).data)
 
 
-class PreemptionsView(ListAPIView):
+class PreemptionsView(KnownQueryParameters, ListAPIView):
+    """Newest first, `limit` plans a page (at most 500) from `offset`; `status` filters (default: all but superseded)."""
+
     serializer_class = s.PreemptionOut
+    query_parameters = frozenset({"status", "limit", "offset"})
+
+    @extend_schema(parameters=[s.PreemptionQueryIn])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        return selectors.preemption_list(status=self.request.query_params.get("status"))
+        query = s.PreemptionQueryIn(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return selectors.preemption_list(status=query.validated_data.get("status"))
 
 
 class PreemptionApproveView(APIView):
