@@ -1,4 +1,5 @@
-"""The OpenAPI schema's error answers: every operation documents its 4xx in the one flat shape the API answers them in."""
+"""The OpenAPI schema's error answers: every operation documents its 4xx (and the 503 of a database outage) in the
+one flat shape the API answers them in."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ EVERY_OPERATION = {
     "403": "Signed in, but not allowed to do this.",
     "404": "No such object.",
     "429": "Too many requests; try again later.",
+    "503": "The database is unavailable (restarting, failing over); try again after Retry-After seconds.",
 }
 WITH_A_BODY = {
     "413": "The body is larger than GANGWAY_API_MAX_BODY_BYTES.",
