@@ -113,7 +113,10 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gangway.sqlite3'}"),
+        # Persistent connections (seconds) save a connection per request; each is checked before reuse, so a
+        # database restart costs one failed check, not a failed request.
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 
@@ -17,7 +18,32 @@ from scheduling.services.usage import usage_collect
 from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
+REQUEST_KEY = "gangway:reconcile:requested"
 logger = logging.getLogger("scheduling.tasks")
+
+
+@functools.cache
+def _redis(url: str):
+    import redis
+
+    return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+
+
+def _broker_redis():
+    """A client of the broker's Redis, or None on another broker."""
+    broker = settings.CELERY_BROKER_URL
+    return _redis(broker) if broker.startswith(("redis://", "rediss://")) else None
+
+
+def reconcile_request() -> None:
+    """Ask for a pass that starts after this moment (a write has just committed). On Redis, writes share one queued
+    request: while a requested pass has not started, it will see this write too, so nothing more is enqueued
+    (a burst of submissions asks for one pass, not one each). The request marker lapses after
+    GANGWAY_RECONCILE_INTERVAL_S should its task be lost; the periodic pass runs meanwhile."""
+    client = _broker_redis()
+    if client is not None and not client.set(REQUEST_KEY, 1, nx=True, ex=max(1, round(settings.GANGWAY_RECONCILE_INTERVAL_S))):
+        return
+    reconcile.delay(after_write=True)
 
 
 @contextlib.contextmanager
@@ -25,14 +51,11 @@ def reconcile_lock(key: str = LOCK_KEY):
     """Yield True when this process holds the pass. On Redis: a lease taken without blocking, renewed by a
     heartbeat while the pass runs, so a holder that dies (SIGKILL) frees it within GANGWAY_RECONCILE_LOCK_LEASE_S;
     on the embedded broker the database row lock inside the pass serialises concurrent runs."""
-    broker = settings.CELERY_BROKER_URL
-    if not broker.startswith(("redis://", "rediss://")):
+    client = _broker_redis()
+    if client is None:
         yield True
         return
-    import redis
-
     lease_s = settings.GANGWAY_RECONCILE_LOCK_LEASE_S
-    client = redis.Redis.from_url(broker)
     lock = client.lock(key, timeout=lease_s, blocking=False, thread_local=False)  # the heartbeat thread renews it
     acquired = lock.acquire(blocking=False)
     if not acquired:
@@ -63,6 +86,8 @@ def _renew(lock, lease_s: float, done: threading.Event) -> None:
 def reconcile(after_write: bool = False) -> dict:
     """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
     start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
+    if after_write and (client := _broker_redis()) is not None:
+        client.delete(REQUEST_KEY)  # before the snapshot: a write committed from now on asks for another pass
     with reconcile_lock() as acquired:
         if not acquired:
             return {"skipped": True}

@@ -10,11 +10,6 @@ from dataclasses import dataclass, field
 
 import requests
 
-from portal.accounts.services import api_token_create
-from scheduling.services import admission_cycle_run
-from scheduling.services.demo import demo_backlog_seed, demo_seed
-
-USERS = ("vision-researcher", "vision-lead", "admin")
 # Path parameters are mostly random (404s); each operation is also explored on an object that exists, the first
 # of its list endpoint: collection → (list path, the key of the parameter).
 KNOWN = {
@@ -55,19 +50,6 @@ class FuzzReport:
         for finding in self.findings:
             seen.setdefault((finding.operation, finding.status, finding.title), finding)
         return list(seen.values())
-
-
-def world_seed(users=USERS) -> dict[str, str]:
-    """The demo world (fleet, teams, queues, priority classes, admitted jobs, a backlog with a preemption plan waiting
-    for approval) in this process's database, and an API token for each user."""
-    demo_seed()
-    admission_cycle_run()
-    demo_backlog_seed()
-    admission_cycle_run()
-    from django.contrib.auth import get_user_model
-
-    accounts = get_user_model().objects.in_bulk(list(users), field_name="username")
-    return {name: api_token_create(user=accounts[name], name="fuzz_api", expires_in_days=1)[1] for name in users}
 
 
 def fuzz(*, base_url: str, tokens: dict[str, str], examples: int, seed: int, log=print) -> FuzzReport:

@@ -76,7 +76,7 @@ def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_
         submit = measure.submit_measure(http, baseline_path=BASELINE_PATH, clients=clients, duration_s=submit_s)
     finally:
         if server is not None:
-            server_module.gunicorn_stop(server)
+            server_module.stop(server)
     return {
         "pending": scale.pending,
         "database": connection.vendor,

@@ -1,4 +1,5 @@
-"""gunicorn as production runs it (DEBUG off), over a given database, for the live benchmarks and the API fuzz."""
+"""gunicorn, a Celery worker and beat as production runs them (DEBUG off), over this process's database, for the live
+benchmarks and the API fuzz."""
 
 from __future__ import annotations
 
@@ -28,17 +29,20 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def gunicorn_start(*, port: int, workers: int, threads: int = 1, **env: str) -> subprocess.Popen:
-    """gunicorn over this process's database, DEBUG off, answering on 127.0.0.1:`port`; `env` adds settings."""
+def _environment(env: dict[str, str]) -> dict[str, str]:
     # Same SECRET_KEY as this process: a session it logged in carries a hash keyed by it.
     # Plain HTTP on localhost: no redirect to HTTPS, cookies sent without TLS.
-    environment = {**os.environ, "DEBUG": "0", "SECRET_KEY": settings.SECRET_KEY, "ALLOWED_HOSTS": "127.0.0.1",
-                   "SECURE_SSL_REDIRECT": "0", "SECURE_COOKIES": "0", "DJANGO_SETTINGS_MODULE": "portal.settings",
-                   "DATABASE_URL": database_url(), **env}
+    return {**os.environ, "DEBUG": "0", "SECRET_KEY": settings.SECRET_KEY, "ALLOWED_HOSTS": "127.0.0.1",
+            "SECURE_SSL_REDIRECT": "0", "SECURE_COOKIES": "0", "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "DATABASE_URL": database_url(), **env}
+
+
+def gunicorn_start(*, port: int, workers: int, threads: int = 1, **env: str) -> subprocess.Popen:
+    """gunicorn over this process's database, DEBUG off, answering on 127.0.0.1:`port`; `env` adds settings."""
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--workers", str(workers), "--threads", str(threads),
          "--bind", f"127.0.0.1:{port}", "--timeout", "120", "--log-level", "warning"],
-        cwd=str(settings.BASE_DIR), env=environment, stdout=subprocess.DEVNULL,
+        cwd=str(settings.BASE_DIR), env=_environment(env), stdout=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -53,7 +57,16 @@ def gunicorn_start(*, port: int, workers: int, threads: int = 1, **env: str) -> 
     raise RuntimeError(f"gunicorn did not answer on port {port} within 120 s")
 
 
-def gunicorn_stop(server: subprocess.Popen) -> None:
+def celery_start(role: str, *, log_path: str, **env: str) -> subprocess.Popen:
+    """`celery -A portal worker` (as compose runs it: two processes) or `celery -A portal beat` over this database."""
+    options = ["--concurrency=2"] if role == "worker" else ["--schedule", f"{log_path}.schedule"]
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", role, "--loglevel=WARNING", *options],
+                                cwd=str(settings.BASE_DIR), env=_environment(env), stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Stop a process this module started (TERM, then KILL after 30 s)."""
     server.terminate()
     try:
         server.wait(timeout=30)

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Max, Sum
 
 from scheduling.core.model import JobState
-from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, Node, PodSet, PriorityClass, Queue
+from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
@@ -62,6 +62,8 @@ def _validate_pod_sets(errors: Errors, pod_sets) -> list[dict]:
 
 
 def _validate_topology(errors: Errors, required: str | None, preferred: str | None) -> None:
+    if not required and not preferred:
+        return
     levels = list(FleetSettings.load().topology_levels)
     known = levels or ["(none: the fleet has no topology levels)"]
     for field, level in (("topology.required", required), ("topology.preferred", preferred)):
@@ -151,7 +153,9 @@ def job_submit(
         errors.add("queue", f"unknown queue {queue_name!r}")
     elif not can_submit_to_team(user, queue.team_id):
         raise PermissionDenied(f"only members of team {queue.team.name} submit into queue {queue.name}")
-    flavor = Flavor.objects.filter(name=flavor_name).first() if isinstance(flavor_name, str) else None
+    # The flavor with its fleet's largest node and total GPUs, in one query (the pod sets are checked against them).
+    flavor = (Flavor.objects.filter(name=flavor_name).annotate(largest=Max("nodes__allocatable_gpus"), total=Sum("nodes__allocatable_gpus"))
+              .first() if isinstance(flavor_name, str) else None)
     if flavor is None:
         errors.add("flavor", f"unknown flavor {flavor_name!r}")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
@@ -171,8 +175,7 @@ def job_submit(
     _validate_pod_template(errors, pod_template, clean_pod_sets)
 
     if flavor is not None and clean_pod_sets:
-        fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))
-        largest, total = fleet["largest"] or 0, fleet["total"] or 0
+        largest, total = flavor.largest or 0, flavor.total or 0
         for i, pod_set in enumerate(clean_pod_sets):
             if pod_set["gpus_per_pod"] > largest:
                 errors.add(

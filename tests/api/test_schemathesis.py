@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from scheduling.livebench import fuzz, server
+from scheduling.livebench import fuzz, server, world
 from tests.conftest import IS_INTEGRATION
 
 SEED = 11
@@ -24,14 +24,15 @@ def assert_clean(report: fuzz.FuzzReport, *, examples: int) -> None:
 def test_schemathesis_finds_no_server_error_and_no_schema_mismatch_on_gunicorn_over_postgresql(transactional_db):
     assert connection.vendor == "postgresql"
     examples = 16  # about 2,300 requests: two minutes on a 2-core machine
-    tokens = fuzz.world_seed(USERS)
+    world.demo_world_seed()
+    tokens = world.api_tokens(USERS)
     port = server.free_port()
     # Errors and schema mismatches are what is looked for, not the rate limit; no worker runs reconcile passes.
     web = server.gunicorn_start(port=port, workers=2, GANGWAY_THROTTLE_USER="100000000/min", GANGWAY_RECONCILE_ON_WRITE="0")
     try:
         report = fuzz.fuzz(base_url=f"http://127.0.0.1:{port}", tokens=tokens, examples=examples, seed=SEED)
     finally:
-        server.gunicorn_stop(web)
+        server.stop(web)
     assert_clean(report, examples=examples)
     assert report.statuses[200] > 0 and report.statuses[400] > 0, "valid and invalid requests both reached the views"
 
@@ -39,7 +40,8 @@ def test_schemathesis_finds_no_server_error_and_no_schema_mismatch_on_gunicorn_o
 @pytest.mark.skipif(IS_INTEGRATION, reason="tier 2 runs the full version on gunicorn over PostgreSQL")
 def test_schemathesis_finds_no_server_error_and_no_schema_mismatch_on_the_live_test_server(live_server):
     examples = 3
-    tokens = fuzz.world_seed(("admin",))
+    world.demo_world_seed()
+    tokens = world.api_tokens(["admin"])
 
     report = fuzz.fuzz(base_url=live_server.url, tokens=tokens, examples=examples, seed=SEED)
 

@@ -90,19 +90,3 @@ class PrivatePostgres:
     def _as_postgres(*argv) -> list[str]:
         command = [str(a) for a in argv]
         return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def private_postgres():
-    server = PrivatePostgres()
-    server.start()
-    yield server
-    server.remove()

@@ -18,11 +18,10 @@ from django.conf import settings
 from django.db import connection
 
 from portal.accounts.services import api_token_create
-from scheduling.livebench.server import free_port, gunicorn_start, gunicorn_stop
+from scheduling.livebench import server
 from scheduling.models import Job, ReconcileState
 from scheduling.tasks import LOCK_KEY, reconcile
 from tests.conftest import H100
-from tests.integration.private_services import private_postgres, private_redis  # noqa: F401 - fixtures
 from tests.integration.test_crash_and_concurrency import (  # noqa: F401 - fixtures
     ROOT, check_invariants_in_a_process, services_are_real, start_worker, submit, wait_for,
 )
@@ -100,8 +99,8 @@ def test_submissions_while_redis_is_down_are_kept_and_admitted_once_it_is_back(s
     on_private_redis = {"CELERY_BROKER_URL": private_redis.url(0), "GANGWAY_CACHE_URL": private_redis.url(1)}
     worker = start_worker("worker", **on_private_redis)
     beat = start_worker("beat", role="beat", GANGWAY_RECONCILE_INTERVAL_S="2", **on_private_redis)
-    port = free_port()
-    web = gunicorn_start(port=port, workers=2, GANGWAY_RECONCILE_ON_WRITE="1", **on_private_redis)
+    port = server.free_port()
+    web = server.gunicorn_start(port=port, workers=2, GANGWAY_RECONCILE_ON_WRITE="1", **on_private_redis)
     try:
         api = Api(port, api_token_create(user=org["vision-researcher"], name="faults", expires_in_days=1)[1])
         assert api.submit("before")[0] == 201
@@ -126,7 +125,7 @@ def test_submissions_while_redis_is_down_are_kept_and_admitted_once_it_is_back(s
                  logs=[worker.log_path, beat.log_path])
         resumed_s = time.monotonic() - back_at
     finally:
-        gunicorn_stop(web)
+        server.stop(web)
     print(f"\nRedis down {REDIS_OUTAGE_S} s: {len(during)} submissions, all 201 (slowest {slowest_s:.2f} s), all stored; "
           f"admitted {resumed_s:.1f} s after Redis returned")
     assert Job.objects.filter(state="pending").count() == 0
@@ -160,8 +159,8 @@ def test_web_and_worker_recover_when_postgresql_restarts(start_worker, private_p
                            text=True, timeout=120).stdout.strip().splitlines()[-1]
     worker = start_worker("worker", **on_private)
     beat = start_worker("beat", role="beat", GANGWAY_RECONCILE_INTERVAL_S="2", **on_private)
-    port = free_port()
-    web = gunicorn_start(port=port, workers=2, **on_private)
+    port = server.free_port()
+    web = server.gunicorn_start(port=port, workers=2, threads=2, DATABASE_CONN_MAX_AGE="60", **on_private)  # as deployed
     try:
         api = Api(port, token)
         assert api.submit("before")[0] == 201
@@ -178,7 +177,7 @@ def test_web_and_worker_recover_when_postgresql_restarts(start_worker, private_p
         wait_for(lambda: api.states()[1].count("pending") == 0 and len(api.states()[1]) == 2, timeout_s=60,
                  what="the worker to admit a job submitted after the restart", logs=[worker.log_path, beat.log_path])
     finally:
-        gunicorn_stop(web)
+        server.stop(web)
     print(f"\nPostgreSQL down: the API answered {down}; after the restart a submission was admitted")
     assert down == [503, 503], "while the database is down the API says so, with no traceback"
     assert worker.poll() is None and beat.poll() is None, "the worker and beat outlived the restart"

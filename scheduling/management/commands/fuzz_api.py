@@ -23,7 +23,7 @@ class Command(BaseCommand):
             import schemathesis  # noqa: F401 - a test dependency
         except ImportError as error:
             raise CommandError(f"fuzz_api needs schemathesis: pip install -e '.[test]' ({error})") from error
-        from scheduling.livebench import build, fuzz, server
+        from scheduling.livebench import build, fuzz, server, world
 
         if examples < 1:
             raise CommandError("--examples must be at least 1")
@@ -32,7 +32,8 @@ class Command(BaseCommand):
                 raise CommandError("the database holds jobs; fuzz_api seeds its own world: pass --wipe to empty it first")
             build.database_wipe()
         port = port or server.free_port()
-        tokens = fuzz.world_seed(tuple(u.strip() for u in users.split(",") if u.strip()))
+        world.demo_world_seed()
+        tokens = world.api_tokens([u.strip() for u in users.split(",") if u.strip()])
         # The fuzz looks for server errors and schema mismatches, not for the rate limit (429s are documented), and
         # asks for no reconcile passes (no worker runs them).
         web = server.gunicorn_start(port=port, workers=workers, GANGWAY_THROTTLE_USER="100000000/min",
@@ -41,7 +42,7 @@ class Command(BaseCommand):
             report = fuzz.fuzz(base_url=f"http://127.0.0.1:{port}", tokens=tokens, examples=examples, seed=seed,
                                log=lambda line: self.stderr.write(line))
         finally:
-            server.gunicorn_stop(web)
+            server.stop(web)
         self.stdout.write(fuzz.table(report, examples=examples, seed=seed))
         if report.findings:
             raise CommandError(f"{len(report.findings)} findings ({report.server_errors} server errors)")
