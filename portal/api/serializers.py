@@ -123,8 +123,11 @@ class PreemptionQueryIn(serializers.Serializer):
 
 
 class UsageQueryIn(serializers.Serializer):
-    window_s = serializers.FloatField(min_value=60, max_value=7 * 24 * 3600, default=3600,
-                                      help_text="The window the mean use is taken over, in seconds.")
+    window_s = serializers.FloatField(
+        min_value=60, max_value=7 * 24 * 3600, default=3600, help_text="The window the mean use is taken over, in seconds.",
+        error_messages={"invalid": "must be a number of seconds", "min_value": "must be between 60 and 604800 seconds",
+                        "max_value": "must be between 60 and 604800 seconds"},
+    )
 
 
 class QueueQueryIn(serializers.Serializer):
