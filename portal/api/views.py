@@ -57,6 +57,7 @@ class TeamDetailView(APIView):
     def patch(self, request, name: str):
         if not Team.objects.filter(name=name).exists():
             raise Team.DoesNotExist(name)
+
         def update(data: dict, validate_only: bool = False):
             return services.team_update(actor=request.user, team_name=name, allotments=data.get("allotments"),
                                         validate_only=validate_only)
