@@ -139,7 +139,7 @@ class JobsView(KnownQueryParameters, ListAPIView):
             )
 
         job = submit(validated_body(s.JobSubmitIn, request, check=lambda fields: submit(fields, validate_only=True)))
-        return Response(s.JobDetailOut(selectors.job_get(user=request.user, job_id=job.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(s.JobDetailOut(selectors.job_submitted(user=request.user, job=job)).data, status=status.HTTP_201_CREATED)
 
 
 class JobDetailView(APIView):

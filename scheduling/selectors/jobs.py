@@ -85,3 +85,13 @@ def job_get(*, user, job_id: int) -> Job:
     )
     restrict_event_actors(user, job)
     return job
+
+
+def job_submitted(*, user, job: Job) -> Job:
+    """`job` as job_get would read it, right after `user` submitted it: job_submit returns it with its pod sets, no
+    placement and its one event; its submitter sees it in full (they are of its team, or an admin), and nothing
+    has explained it yet. A submission answers without reading the job back."""
+    job.is_visible_in_full = True
+    job.why = None
+    restrict_event_actors(user, job)
+    return job
