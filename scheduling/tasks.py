@@ -35,15 +35,26 @@ def _broker_redis():
     return _redis(broker) if broker.startswith(("redis://", "rediss://")) else None
 
 
-def reconcile_request() -> None:
-    """Ask for a pass that starts after this moment (a write has just committed). On Redis, writes share one queued
-    request: while a requested pass has not started, it will see this write too, so nothing more is enqueued
-    (a burst of submissions asks for one pass, not one each). The request marker lapses after
-    GANGWAY_RECONCILE_INTERVAL_S should its task be lost; the periodic pass runs meanwhile."""
+def _request_once(key: str, task, **kwargs) -> None:
+    """Enqueue `task`, unless (on Redis) a request for it is queued and has not started yet: that one will see
+    whatever changed before it starts, so a burst of writes queues one task, not one each. The marker `key` is
+    cleared when the task starts (_request_started) and lapses after GANGWAY_RECONCILE_INTERVAL_S should the task
+    be lost (the periodic tasks run meanwhile)."""
     client = _broker_redis()
-    if client is not None and not client.set(REQUEST_KEY, 1, nx=True, ex=max(1, round(settings.GANGWAY_RECONCILE_INTERVAL_S))):
+    if client is not None and not client.set(key, 1, nx=True, ex=max(1, round(settings.GANGWAY_RECONCILE_INTERVAL_S))):
         return
-    reconcile.delay(after_write=True)
+    task.delay(**kwargs)
+
+
+def _request_started(key: str) -> None:
+    """First thing in a requested task, before it reads anything: a change committed from now on asks again."""
+    if (client := _broker_redis()) is not None:
+        client.delete(key)
+
+
+def reconcile_request() -> None:
+    """Ask for a pass that starts after this moment (a write has just committed)."""
+    _request_once(REQUEST_KEY, reconcile, after_write=True)
 
 
 @contextlib.contextmanager
@@ -86,14 +97,14 @@ def _renew(lock, lease_s: float, done: threading.Event) -> None:
 def reconcile(after_write: bool = False) -> dict:
     """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
     start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
-    if after_write and (client := _broker_redis()) is not None:
-        client.delete(REQUEST_KEY)  # before the snapshot: a write committed from now on asks for another pass
+    if after_write:
+        _request_started(REQUEST_KEY)
     with reconcile_lock() as acquired:
         if not acquired:
             return {"skipped": True}
         result = admission_cycle_run()
     if after_write or result.admitted or result.finished or result.preempted or result.evicted:
-        refresh_estimates.delay()
+        _request_once(ESTIMATE_REQUEST_KEY, refresh_estimates)
     return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}
 
 
@@ -115,11 +126,14 @@ def create_workload(job_id: int) -> dict:
 
 
 ESTIMATE_LOCK_KEY = "gangway:estimates:lock"
+ESTIMATE_REQUEST_KEY = "gangway:estimates:requested"
 
 
 @shared_task(name="scheduling.tasks.refresh_estimates", ignore_result=True)
 def refresh_estimates() -> dict:
-    """Every few minutes (GANGWAY_ESTIMATE_INTERVAL_S): the core run forward for each pending job's estimated start."""
+    """Every few minutes (GANGWAY_ESTIMATE_INTERVAL_S), and after passes that moved the queue: the core run forward
+    for each pending job's estimated start."""
+    _request_started(ESTIMATE_REQUEST_KEY)
     with reconcile_lock(key=ESTIMATE_LOCK_KEY) as acquired:
         if not acquired:
             return {"skipped": True}
