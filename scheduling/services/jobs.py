@@ -212,8 +212,8 @@ def job_submit(
     pod_set_rows = PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
     submitted = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
     submitted.save()
-    # The job goes back with what it holds now, so its detail (selectors.job_submitted) needs no second read.
-    job._prefetched_objects_cache = {"pod_sets": pod_set_rows, "placements": [], "events": [submitted]}
+    # The rows go back with the job, so the answer to the submission (selectors.job_submitted) needs no second read.
+    job.pod_set_rows, job.submitted_event = pod_set_rows, submitted
     if pod_template is not None:
         job.pod_template = pod_template
         job.tolerations = _pod_template_tolerations(pod_template)
