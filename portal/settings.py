@@ -113,7 +113,10 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gangway.sqlite3'}"),
+        # Persistent connections (seconds) save a connection per request; each is checked before reuse, so a
+        # database restart costs one failed check, not a failed request.
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -174,7 +177,7 @@ REST_FRAMEWORK = {
     },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
@@ -189,11 +192,13 @@ KNOX_TOKEN_MODEL = "accounts.ApiToken"
 # so nothing references auth_user that the models do not know about (test flushes truncate auth_user).
 MIGRATION_MODULES = {"knox": None}
 REST_KNOX = {"TOKEN_TTL": dt.timedelta(days=90), "AUTH_HEADER_PREFIX": "Token"}
-# Throttle counters, bad-token counts and login lockouts are shared by every web process through Redis when the
-# broker is Redis (its next database); the embedded setup keeps them per process.
+# Throttle counters and bad-token counts are shared by every web process through Redis when GANGWAY_CACHE_URL
+# names one; the embedded setup keeps them per process. While Redis is down the limits lapse (portal.cache): the
+# API keeps answering.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 if os.environ.get("GANGWAY_CACHE_URL", "").startswith(("redis://", "rediss://")):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["GANGWAY_CACHE_URL"]}}
+    CACHES = {"default": {"BACKEND": "portal.cache.FailOpenRedisCache", "LOCATION": os.environ["GANGWAY_CACHE_URL"],
+                          "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Gangway API",
@@ -205,6 +210,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.api.schema.document_errors"],
 }
 
 # --- Celery ----------------------------------------------------------------------------------
@@ -232,7 +238,7 @@ GANGWAY_FLEET = os.environ.get("GANGWAY_FLEET", "")
 GANGWAY_RECONCILE_INTERVAL_S = float(os.environ.get("GANGWAY_RECONCILE_INTERVAL_S", "5"))
 GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
-GANGWAY_RECONCILE_LOCK_LEASE_S = float(os.environ.get("GANGWAY_RECONCILE_LOCK_LEASE_S", "6"))
+GANGWAY_RECONCILE_LOCK_LEASE_S = float(os.environ.get("GANGWAY_RECONCILE_LOCK_LEASE_S", "4"))
 """The reconcile lock is a lease its holder renews every third of this while the pass runs: a killed holder
 stalls admissions for at most this long."""
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 
@@ -17,7 +18,43 @@ from scheduling.services.usage import usage_collect
 from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
+REQUEST_KEY = "gangway:reconcile:requested"
 logger = logging.getLogger("scheduling.tasks")
+
+
+@functools.cache
+def _redis(url: str):
+    import redis
+
+    return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+
+
+def _broker_redis():
+    """A client of the broker's Redis, or None on another broker."""
+    broker = settings.CELERY_BROKER_URL
+    return _redis(broker) if broker.startswith(("redis://", "rediss://")) else None
+
+
+def _request_once(key: str, task, **kwargs) -> None:
+    """Enqueue `task`, unless (on Redis) a request for it is queued and has not started yet: that one will see
+    whatever changed before it starts, so a burst of writes queues one task, not one each. The marker `key` is
+    cleared when the task starts (_request_started) and lapses after GANGWAY_RECONCILE_INTERVAL_S should the task
+    be lost (the periodic tasks run meanwhile)."""
+    client = _broker_redis()
+    if client is not None and not client.set(key, 1, nx=True, ex=max(1, round(settings.GANGWAY_RECONCILE_INTERVAL_S))):
+        return
+    task.delay(**kwargs)
+
+
+def _request_started(key: str) -> None:
+    """First thing in a requested task, before it reads anything: a change committed from now on asks again."""
+    if (client := _broker_redis()) is not None:
+        client.delete(key)
+
+
+def reconcile_request() -> None:
+    """Ask for a pass that starts after this moment (a write has just committed)."""
+    _request_once(REQUEST_KEY, reconcile, after_write=True)
 
 
 @contextlib.contextmanager
@@ -25,14 +62,11 @@ def reconcile_lock(key: str = LOCK_KEY):
     """Yield True when this process holds the pass. On Redis: a lease taken without blocking, renewed by a
     heartbeat while the pass runs, so a holder that dies (SIGKILL) frees it within GANGWAY_RECONCILE_LOCK_LEASE_S;
     on the embedded broker the database row lock inside the pass serialises concurrent runs."""
-    broker = settings.CELERY_BROKER_URL
-    if not broker.startswith(("redis://", "rediss://")):
+    client = _broker_redis()
+    if client is None:
         yield True
         return
-    import redis
-
     lease_s = settings.GANGWAY_RECONCILE_LOCK_LEASE_S
-    client = redis.Redis.from_url(broker)
     lock = client.lock(key, timeout=lease_s, blocking=False, thread_local=False)  # the heartbeat thread renews it
     acquired = lock.acquire(blocking=False)
     if not acquired:
@@ -63,12 +97,14 @@ def _renew(lock, lease_s: float, done: threading.Event) -> None:
 def reconcile(after_write: bool = False) -> dict:
     """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
     start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
+    if after_write:
+        _request_started(REQUEST_KEY)
     with reconcile_lock() as acquired:
         if not acquired:
             return {"skipped": True}
         result = admission_cycle_run()
     if after_write or result.admitted or result.finished or result.preempted or result.evicted:
-        refresh_estimates.delay()
+        _request_once(ESTIMATE_REQUEST_KEY, refresh_estimates)
     return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}
 
 
@@ -90,11 +126,14 @@ def create_workload(job_id: int) -> dict:
 
 
 ESTIMATE_LOCK_KEY = "gangway:estimates:lock"
+ESTIMATE_REQUEST_KEY = "gangway:estimates:requested"
 
 
 @shared_task(name="scheduling.tasks.refresh_estimates", ignore_result=True)
 def refresh_estimates() -> dict:
-    """Every few minutes (GANGWAY_ESTIMATE_INTERVAL_S): the core run forward for each pending job's estimated start."""
+    """Every few minutes (GANGWAY_ESTIMATE_INTERVAL_S), and after passes that moved the queue: the core run forward
+    for each pending job's estimated start."""
+    _request_started(ESTIMATE_REQUEST_KEY)
     with reconcile_lock(key=ESTIMATE_LOCK_KEY) as acquired:
         if not acquired:
             return {"skipped": True}

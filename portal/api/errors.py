@@ -1,13 +1,19 @@
 """Maps errors to HTTP, every 4xx in one shape: {"dotted.field.path": [reason, ...]}; errors that belong to no
-field under "detail". Validation → 400, unreadable body → 400/413/415, permission → 403, missing → 404."""
+field under "detail". Validation → 400, unreadable body → 400/413/415, permission → 403, missing → 404; a database
+that cannot be reached (restarting, failing over) → 503, in the same shape, not a 500."""
 
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger("portal.api")
 
 
 def validation_body(error: DjangoValidationError) -> dict:
@@ -33,7 +39,14 @@ def flat_errors(detail, prefix: str = "") -> dict[str, list[str]]:
     return {prefix or "detail": [str(m) for m in messages]}
 
 
+DATABASE_RETRY_AFTER_S = 5
+
+
 def exception_handler(exc, context):
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        logger.warning("database unavailable: %s", exc)
+        return Response({"detail": ["the database is unavailable; try again shortly"]}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
     if isinstance(exc, DjangoValidationError):
         return Response(validation_body(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ObjectDoesNotExist):

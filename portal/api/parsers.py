@@ -7,6 +7,7 @@ import json
 from django.conf import settings
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
+from rest_framework.utils.json import strict_constant
 
 
 class BodyTooLarge(exceptions.APIException):
@@ -25,7 +26,7 @@ class BoundedJSONParser(JSONParser):
             raise BodyTooLarge(f"the body exceeds {limit} bytes")
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = json.loads(raw.decode(encoding))
+            data = json.loads(raw.decode(encoding), parse_constant=strict_constant)  # NaN and Infinity are not JSON
         except RecursionError:
             raise exceptions.ParseError(f"nested deeper than {settings.GANGWAY_API_MAX_JSON_DEPTH} levels") from None
         except ValueError as error:

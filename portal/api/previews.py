@@ -8,8 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api import serializers as s
-from portal.api.views import _valid
-from scheduling import selectors
+from portal.api.validation import validated_body
+from portal.api.views import queue_change
+from scheduling import selectors, services
 from scheduling.models import Team
 from scheduling.services.explanations import queue_quota_preview, team_allotment_preview
 
@@ -57,10 +58,9 @@ class QueuePreviewView(APIView):
     def post(self, request, name: str):
         """The same body as PATCH /queues/{name}/, the same permissions; returns waits before vs after, saves nothing."""
         selectors.queue_get(name=name)  # 404 before validating the body
-        data = _valid(s.QueuePatchIn, request)
-        if "cohort" in data:
-            data["cohort_name"] = data.pop("cohort") or None
-        return Response(queue_quota_preview(actor=request.user, queue_name=name, **data))
+        check = queue_change(services.queue_update, actor=request.user, queue_name=name)
+        data = validated_body(s.QueuePatchIn, request, check=lambda fields: check(fields, validate_only=True))
+        return Response(queue_change(queue_quota_preview, actor=request.user, queue_name=name)(data))
 
 
 class TeamPreviewView(APIView):
@@ -69,5 +69,6 @@ class TeamPreviewView(APIView):
         """Admins: the same body as PATCH /teams/{name}/; returns waits before vs after, saves nothing."""
         if not Team.objects.filter(name=name).exists():
             raise Team.DoesNotExist(name)
-        data = _valid(s.TeamPatchIn, request)
+        data = validated_body(s.TeamPatchIn, request, check=lambda fields: services.team_update(
+            actor=request.user, team_name=name, allotments=fields.get("allotments"), validate_only=True))
         return Response(team_allotment_preview(actor=request.user, team_name=name, allotments=data["allotments"]))

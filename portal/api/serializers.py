@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from scheduling.core.model import JobState, PreemptionPolicy, QueueingStrategy
-from scheduling.models import AuditAction
+from scheduling.models import AuditAction, PlanStatus
 from scheduling.services.common import MAX_COUNT, MAX_QUEUE_WEIGHT
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.selectors.fleet import node_free_gpus
@@ -14,14 +14,19 @@ from scheduling.selectors.fleet import node_free_gpus
 
 
 class StrictMixin:
-    """Unknown keys are errors, so a typo never silently does nothing."""
+    """Unknown keys are errors, so a typo never silently does nothing; reported with the other fields' errors."""
 
     def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = set(data) - set(self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["unknown field"] for key in sorted(unknown)})
-        return super().to_internal_value(data)
+        unknown = {key: ["unknown field"] for key in sorted(set(data) - set(self.fields))} if isinstance(data, dict) else {}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as error:
+            if unknown and isinstance(error.detail, dict):
+                raise serializers.ValidationError({**unknown, **error.detail}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class PodSetIn(StrictMixin, serializers.Serializer):
@@ -110,6 +115,23 @@ class AuditQueryIn(serializers.Serializer):
     target_id = serializers.CharField(max_length=253, required=False)
     before = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False, help_text="Records with a lower id (keyset).")
     limit = serializers.IntegerField(min_value=1, max_value=200, required=False, default=50)
+
+
+class PreemptionQueryIn(serializers.Serializer):
+    status = serializers.ChoiceField([status.value for status in PlanStatus], required=False,
+                                     help_text="Plans in this status; omitted: every plan but superseded ones.")
+
+
+class UsageQueryIn(serializers.Serializer):
+    window_s = serializers.FloatField(
+        min_value=60, max_value=7 * 24 * 3600, default=3600, help_text="The window the mean use is taken over, in seconds.",
+        error_messages={"invalid": "must be a number of seconds", "min_value": "must be between 60 and 604800 seconds",
+                        "max_value": "must be between 60 and 604800 seconds"},
+    )
+
+
+class QueueQueryIn(serializers.Serializer):
+    team = serializers.CharField(max_length=63, required=False, help_text="Only this team's queues.")
 
 
 class CommentIn(StrictMixin, serializers.Serializer):

@@ -12,72 +12,11 @@ from rest_framework.views import APIView
 from portal.api import serializers as s
 from portal.api.filters import JobFilter
 from portal.api.pagination import JobPagination, NodePagination
+from portal.api.validation import validated_body
 from scheduling import selectors, services
 from scheduling.core.policy import policy_in_force
 from scheduling.models import Team
 from scheduling.snapshots import scheduler_config
-
-
-class TeamsView(APIView):
-    @extend_schema(responses=s.TeamOut(many=True))
-    def get(self, request):
-        return Response(s.TeamOut(selectors.team_list(), many=True).data)
-
-    @extend_schema(request=s.TeamIn, responses={201: s.TeamOut})
-    def post(self, request):
-        data = _valid(s.TeamIn, request)
-        team = services.team_create(actor=request.user, name=data["name"], allotments=data["allotments"])
-        return Response(s.TeamOut(selectors.team_get(name=team.name)).data, status=status.HTTP_201_CREATED)
-
-
-class TeamDetailView(APIView):
-    @extend_schema(responses=s.TeamOut)
-    def get(self, request, name: str):
-        return Response(s.TeamOut(selectors.team_get(name=name)).data)
-
-    @extend_schema(request=s.TeamPatchIn, responses=s.TeamOut)
-    def patch(self, request, name: str):
-        if not Team.objects.filter(name=name).exists():
-            raise Team.DoesNotExist(name)
-        data = _valid(s.TeamPatchIn, request)
-        services.team_update(actor=request.user, team_name=name, allotments=data["allotments"])
-        return Response(s.TeamOut(selectors.team_get(name=name)).data)
-
-
-class QueuesView(APIView):
-    @extend_schema(responses=s.QueueOut(many=True))
-    def get(self, request):
-        return Response(s.QueueOut(selectors.queue_list(team=request.query_params.get("team")), many=True).data)
-
-    @extend_schema(request=s.QueueIn, responses={201: s.QueueOut})
-    def post(self, request):
-        data = _valid(s.QueueIn, request)
-        queue = services.queue_create(
-            actor=request.user,
-            name=data["name"],
-            team_name=data["team"],
-            cohort_name=data["cohort"] or None,
-            weight=data["weight"],
-            strategy=data["strategy"],
-            preemption_policy=data["preemption_policy"],
-            quotas=data["quotas"],
-        )
-        return Response(s.QueueOut(selectors.queue_get(name=queue.name)).data, status=status.HTTP_201_CREATED)
-
-
-class QueueDetailView(APIView):
-    @extend_schema(responses=s.QueueOut)
-    def get(self, request, name: str):
-        return Response(s.QueueOut(selectors.queue_get(name=name)).data)
-
-    @extend_schema(request=s.QueuePatchIn, responses=s.QueueOut)
-    def patch(self, request, name: str):
-        selectors.queue_get(name=name)  # 404 before validating the body
-        data = _valid(s.QueuePatchIn, request)
-        if "cohort" in data:
-            data["cohort_name"] = data.pop("cohort") or None
-        services.queue_update(actor=request.user, queue_name=name, **data)
-        return Response(s.QueueOut(selectors.queue_get(name=name)).data)
 
 
 class KnownQueryParameters:
@@ -94,6 +33,78 @@ class KnownQueryParameters:
                 raise DjangoValidationError({key: [f"unknown query parameter; this list takes {known}"] for key in unknown})
 
 
+class TeamsView(APIView):
+    @extend_schema(responses=s.TeamOut(many=True))
+    def get(self, request):
+        return Response(s.TeamOut(selectors.team_list(), many=True).data)
+
+    @extend_schema(request=s.TeamIn, responses={201: s.TeamOut})
+    def post(self, request):
+        def create(data: dict, validate_only: bool = False):
+            return services.team_create(actor=request.user, name=data.get("name"), allotments=data.get("allotments"),
+                                        validate_only=validate_only)
+
+        team = create(validated_body(s.TeamIn, request, check=lambda fields: create(fields, validate_only=True)))
+        return Response(s.TeamOut(selectors.team_get(name=team.name)).data, status=status.HTTP_201_CREATED)
+
+
+class TeamDetailView(APIView):
+    @extend_schema(responses=s.TeamOut)
+    def get(self, request, name: str):
+        return Response(s.TeamOut(selectors.team_get(name=name)).data)
+
+    @extend_schema(request=s.TeamPatchIn, responses=s.TeamOut)
+    def patch(self, request, name: str):
+        if not Team.objects.filter(name=name).exists():
+            raise Team.DoesNotExist(name)
+
+        def update(data: dict, validate_only: bool = False):
+            return services.team_update(actor=request.user, team_name=name, allotments=data.get("allotments"),
+                                        validate_only=validate_only)
+
+        update(validated_body(s.TeamPatchIn, request, check=lambda fields: update(fields, validate_only=True)))
+        return Response(s.TeamOut(selectors.team_get(name=name)).data)
+
+
+class QueuesView(KnownQueryParameters, APIView):
+    query_parameters = frozenset({"team"})
+
+    @extend_schema(parameters=[s.QueueQueryIn], responses=s.QueueOut(many=True))
+    def get(self, request):
+        query = s.QueueQueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(s.QueueOut(selectors.queue_list(team=query.validated_data.get("team")), many=True).data)
+
+    @extend_schema(request=s.QueueIn, responses={201: s.QueueOut})
+    def post(self, request):
+        def create(data: dict, validate_only: bool = False):
+            return services.queue_create(
+                actor=request.user,
+                name=data.get("name"),
+                team_name=data.get("team"),
+                cohort_name=data.get("cohort") or None,
+                quotas=data.get("quotas"),
+                validate_only=validate_only,
+                **{key: data[key] for key in ("weight", "strategy", "preemption_policy") if key in data},
+            )
+
+        queue = create(validated_body(s.QueueIn, request, check=lambda fields: create(fields, validate_only=True)))
+        return Response(s.QueueOut(selectors.queue_get(name=queue.name)).data, status=status.HTTP_201_CREATED)
+
+
+class QueueDetailView(APIView):
+    @extend_schema(responses=s.QueueOut)
+    def get(self, request, name: str):
+        return Response(s.QueueOut(selectors.queue_get(name=name)).data)
+
+    @extend_schema(request=s.QueuePatchIn, responses=s.QueueOut)
+    def patch(self, request, name: str):
+        selectors.queue_get(name=name)  # 404 before validating the body
+        update = queue_change(services.queue_update, actor=request.user, queue_name=name)
+        update(validated_body(s.QueuePatchIn, request, check=lambda fields: update(fields, validate_only=True)))
+        return Response(s.QueueOut(selectors.queue_get(name=name)).data)
+
+
 class JobsView(KnownQueryParameters, ListAPIView):
     """Newest first, `limit` jobs a page (default 100, at most 500), `next`/`previous` cursors; no explanations
     (`GET /api/v1/jobs/{id}/` has it)."""
@@ -108,24 +119,27 @@ class JobsView(KnownQueryParameters, ListAPIView):
 
     @extend_schema(request=s.JobSubmitIn, responses={201: s.JobDetailOut})
     def post(self, request):
-        data = _valid(s.JobSubmitIn, request)
-        topology = data["topology"] or {}
-        job = services.job_submit(
-            user=request.user,
-            queue_name=data["queue"],
-            flavor_name=data["flavor"],
-            name=data["name"],
-            pod_sets=[dict(p) for p in data["pod_sets"]],
-            priority_class=data["priority_class"] or None,
-            priority=data["priority"],
-            topology_required=topology.get("required") or None,
-            topology_preferred=topology.get("preferred") or None,
-            runtime_limit_s=data["runtime_limit_s"],
-            checkpoint_interval_s=data["checkpoint_interval_s"],
-            is_preemptible=data["preemptible"],
-            pod_template=data["pod_template"],
-        )
-        return Response(s.JobDetailOut(selectors.job_get(user=request.user, job_id=job.pk)).data, status=status.HTTP_201_CREATED)
+        def submit(data: dict, validate_only: bool = False):
+            topology = data.get("topology") or {}
+            return services.job_submit(
+                user=request.user,
+                queue_name=data.get("queue"),
+                flavor_name=data.get("flavor"),
+                name=data.get("name"),
+                pod_sets=[dict(p) for p in data.get("pod_sets", [])],
+                priority_class=data.get("priority_class") or None,
+                priority=data.get("priority"),
+                topology_required=topology.get("required") or None,
+                topology_preferred=topology.get("preferred") or None,
+                runtime_limit_s=data.get("runtime_limit_s"),
+                checkpoint_interval_s=data.get("checkpoint_interval_s"),
+                is_preemptible=data.get("preemptible", True),
+                pod_template=data.get("pod_template"),
+                validate_only=validate_only,
+            )
+
+        job = submit(validated_body(s.JobSubmitIn, request, check=lambda fields: submit(fields, validate_only=True)))
+        return Response(s.JobDetailOut(selectors.job_submitted(user=request.user, job=job)).data, status=status.HTTP_201_CREATED)
 
 
 class JobDetailView(APIView):
@@ -178,24 +192,32 @@ class FleetView(APIView):
         )
 
 
-class UsageView(APIView):
-    @extend_schema(responses=s.UsageOut)
+class UsageView(KnownQueryParameters, APIView):
+    query_parameters = frozenset({"window_s"})
+
+    @extend_schema(parameters=[s.UsageQueryIn], responses=s.UsageOut)
     def get(self, request):
         """Allocation vs use per team over the last hour (`?window_s=` to change), and the idle allocations."""
-        try:
-            window_s = float(request.query_params.get("window_s", 3600))
-        except ValueError:
-            raise DjangoValidationError({"window_s": ["must be a number of seconds"]}) from None
-        if not 60 <= window_s <= 7 * 24 * 3600:
-            raise DjangoValidationError({"window_s": ["must be between 60 and 604800 seconds"]})
+        query = s.UsageQueryIn(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        window_s = query.validated_data["window_s"]
         return Response(s.UsageOut(selectors.usage_report(user=request.user, window_s=window_s)).data)
 
 
-class PreemptionsView(ListAPIView):
+class PreemptionsView(KnownQueryParameters, ListAPIView):
+    """Newest first, `limit` plans a page (at most 500) from `offset`; `status` filters (default: all but superseded)."""
+
     serializer_class = s.PreemptionOut
+    query_parameters = frozenset({"status", "limit", "offset"})
+
+    @extend_schema(parameters=[s.PreemptionQueryIn])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        return selectors.preemption_list(status=self.request.query_params.get("status"))
+        query = s.PreemptionQueryIn(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return selectors.preemption_list(status=query.validated_data.get("status"))
 
 
 class PreemptionApproveView(APIView):
@@ -214,7 +236,20 @@ class PreemptionRejectView(APIView):
 
 def _comment(request) -> str:
     """The decision's optional comment; an empty body is no comment."""
-    return _valid(s.CommentIn, request)["comment"] if request.data else ""
+    return validated_body(s.CommentIn, request)["comment"] if request.data else ""
+
+
+def queue_change(service, *, actor, queue_name: str):
+    """`service` (queue_update, or its preview) called with a QueuePatchIn body: the fields given, `cohort` as
+    `cohort_name`, and keyword arguments such as `validate_only`."""
+
+    def call(data: dict, **options):
+        fields = dict(data)
+        if "cohort" in fields:
+            fields["cohort_name"] = fields.pop("cohort") or None
+        return service(actor=actor, queue_name=queue_name, **fields, **options)
+
+    return call
 
 
 class PriorityClassesView(APIView):
@@ -224,8 +259,11 @@ class PriorityClassesView(APIView):
 
     @extend_schema(request=s.PriorityClassIn, responses={201: s.PriorityClassOut})
     def post(self, request):
-        data = _valid(s.PriorityClassIn, request)
-        pc = services.priority_class_create(actor=request.user, **data)
+        def create(data: dict, validate_only: bool = False):
+            return services.priority_class_create(actor=request.user, **{"name": None, "value": None, **data},
+                                                  validate_only=validate_only)
+
+        pc = create(validated_body(s.PriorityClassIn, request, check=lambda fields: create(fields, validate_only=True)))
         return Response(s.PriorityClassOut(selectors.priority_class_get(name=pc.name)).data, status=status.HTTP_201_CREATED)
 
 
@@ -237,7 +275,11 @@ class PriorityClassDetailView(APIView):
     @extend_schema(request=s.PriorityClassPatchIn, responses=s.PriorityClassOut)
     def patch(self, request, name: str):
         selectors.priority_class_get(name=name)  # 404 before validating the body
-        services.priority_class_update(actor=request.user, name=name, **_valid(s.PriorityClassPatchIn, request))
+
+        def update(data: dict, validate_only: bool = False):
+            return services.priority_class_update(actor=request.user, name=name, **data, validate_only=validate_only)
+
+        update(validated_body(s.PriorityClassPatchIn, request, check=lambda fields: update(fields, validate_only=True)))
         return Response(s.PriorityClassOut(selectors.priority_class_get(name=name)).data)
 
 
@@ -252,12 +294,3 @@ class AuditView(APIView):
         query.is_valid(raise_exception=True)
         page = selectors.audit_page(user=request.user, **{k: v for k, v in query.validated_data.items() if v not in (None, "")})
         return Response(s.AuditPageOut({"results": page.records, "next_before": page.next_before}).data)
-
-
-def _valid(serializer_class, request) -> dict:
-    """The validated body, or a 400 {field: [reason]}; a body that is not a JSON object is rejected too."""
-    if not isinstance(request.data, dict):
-        raise DjangoValidationError({"body": ["must be a JSON object"]})
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
-import subprocess
-import sys
 import time
 from urllib.parse import urlencode
 
-import requests
 from django.conf import settings
 from django.db import connection
 from portal.accounts.services import api_token_create
 
 from scheduling.livebench import build, measure
+from scheduling.livebench import server as server_module
 from scheduling.models import Job
 
 BASELINE_PATH = "/api/v1/teams/"
@@ -71,7 +68,7 @@ def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_
     client.force_login(built.admin)
     http = measure.Http(url or f"http://127.0.0.1:{port}", session_id=client.cookies[settings.SESSION_COOKIE_NAME].value,
                         token=api_token_create(user=built.admin, name="bench live", expires_in_days=1)[1])
-    server = None if url else _server_start(port=port, workers=workers)
+    server = None if url else server_module.gunicorn_start(port=port, workers=workers)
     try:
         log("measuring pages ...")
         page_figures = measure.pages_measure(http, pages=pages, baseline_path=BASELINE_PATH, rounds=rounds, counts=counts)
@@ -79,8 +76,7 @@ def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_
         submit = measure.submit_measure(http, baseline_path=BASELINE_PATH, clients=clients, duration_s=submit_s)
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
+            server_module.stop(server)
     return {
         "pending": scale.pending,
         "database": connection.vendor,
@@ -92,31 +88,6 @@ def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_
                      "rps": submit["baseline"]["rps"], "rps_p95_ms": submit["baseline"]["p95_ms"]},
         "submit": {**submit["submit"], "clients": clients},
     }
-
-
-def _server_start(*, port: int, workers: int) -> subprocess.Popen:
-    """gunicorn over this database, DEBUG off, as in production."""
-    # Same SECRET_KEY as this process: the session it logged in carries a hash keyed by it.
-    # Plain HTTP on localhost: no redirect to HTTPS, cookies sent without TLS.
-    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": settings.SECRET_KEY, "ALLOWED_HOSTS": "127.0.0.1",
-           "SECURE_SSL_REDIRECT": "0", "SECURE_COOKIES": "0", "DJANGO_SETTINGS_MODULE": "portal.settings"}
-    return _answering(subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--workers", str(workers),
-         "--bind", f"127.0.0.1:{port}", "--timeout", "120", "--log-level", "warning"],
-        cwd=str(settings.BASE_DIR), env=env, stdout=subprocess.DEVNULL,
-    ), port)
-
-
-def _answering(server: subprocess.Popen, port: int) -> subprocess.Popen:
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=30).status_code == 200:
-                return server
-        except requests.RequestException:
-            time.sleep(0.5)
-    server.terminate()
-    raise RuntimeError(f"gunicorn did not answer on port {port} within 120 s")
 
 
 def table(figures: dict) -> str:

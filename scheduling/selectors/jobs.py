@@ -85,3 +85,14 @@ def job_get(*, user, job_id: int) -> Job:
     )
     restrict_event_actors(user, job)
     return job
+
+
+def job_submitted(*, user, job: Job) -> Job:
+    """`job` as job_get would read it, right after `user` submitted it, for the answer to the submission only: the
+    pod sets and the one event job_submit wrote (it returns them with the job), no placement; its submitter sees it
+    in full (they are of its team, or an admin), and nothing has explained it yet. No second read."""
+    job._prefetched_objects_cache = {"pod_sets": job.pod_set_rows, "placements": [], "events": [job.submitted_event]}
+    job.is_visible_in_full = True
+    job.why = None
+    restrict_event_actors(user, job)
+    return job

@@ -59,12 +59,12 @@ def to_epoch(moment: dt.datetime | None) -> float | None:
 
 
 def _enqueue_reconcile() -> None:
-    from scheduling.tasks import reconcile
+    from scheduling.tasks import reconcile_request
 
     try:
-        reconcile.delay(after_write=True)
-    except Exception:  # noqa: BLE001 - the periodic pass catches up if the broker is down
-        logging.getLogger("scheduling").warning("could not enqueue a reconcile pass", exc_info=True)
+        reconcile_request()
+    except Exception as error:  # noqa: BLE001 - the write is kept; the periodic pass catches up once the broker is back
+        logging.getLogger("scheduling").warning("could not ask for a reconcile pass: %s", error)
 
 
 def reconcile_after_commit() -> None:

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Max, Sum
 
 from scheduling.core.model import JobState
-from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, Node, PodSet, PriorityClass, Queue
+from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
@@ -62,6 +62,8 @@ def _validate_pod_sets(errors: Errors, pod_sets) -> list[dict]:
 
 
 def _validate_topology(errors: Errors, required: str | None, preferred: str | None) -> None:
+    if not required and not preferred:
+        return
     levels = list(FleetSettings.load().topology_levels)
     known = levels or ["(none: the fleet has no topology levels)"]
     for field, level in (("topology.required", required), ("topology.preferred", preferred)):
@@ -139,18 +141,21 @@ def job_submit(
     is_preemptible: bool = True,
     pod_template: dict | None = None,
     now: float | None = None,
-) -> Job:
+    validate_only: bool = False,
+) -> Job | None:
     """Validate and store a pending gang; a reconcile pass runs after commit. With a pod template the gang
     is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job.
     The job runs at `priority_class` (None: the default class) and gets its value; only admins give a raw
-    `priority`, which then overrides the class's value."""
+    `priority`, which then overrides the class's value. `validate_only`: check everything, store nothing."""
     errors = Errors()
     queue = Queue.objects.filter(name=queue_name).select_related("team").first() if isinstance(queue_name, str) else None
     if queue is None:
         errors.add("queue", f"unknown queue {queue_name!r}")
     elif not can_submit_to_team(user, queue.team_id):
         raise PermissionDenied(f"only members of team {queue.team.name} submit into queue {queue.name}")
-    flavor = Flavor.objects.filter(name=flavor_name).first() if isinstance(flavor_name, str) else None
+    # The flavor with its fleet's largest node and total GPUs, in one query (the pod sets are checked against them).
+    flavor = (Flavor.objects.filter(name=flavor_name).annotate(largest=Max("nodes__allocatable_gpus"), total=Sum("nodes__allocatable_gpus"))
+              .first() if isinstance(flavor_name, str) else None)
     if flavor is None:
         errors.add("flavor", f"unknown flavor {flavor_name!r}")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
@@ -170,8 +175,7 @@ def job_submit(
     _validate_pod_template(errors, pod_template, clean_pod_sets)
 
     if flavor is not None and clean_pod_sets:
-        fleet = Node.objects.filter(flavor=flavor).aggregate(largest=Max("allocatable_gpus"), total=Sum("allocatable_gpus"))
-        largest, total = fleet["largest"] or 0, fleet["total"] or 0
+        largest, total = flavor.largest or 0, flavor.total or 0
         for i, pod_set in enumerate(clean_pod_sets):
             if pod_set["gpus_per_pod"] > largest:
                 errors.add(
@@ -185,6 +189,8 @@ def job_submit(
         if cap is not None and gang_gpus > cap:
             errors.add("priority_class", f"the gang needs {gang_gpus} GPUs; a team may run at most {cap} at {chosen_class.name}")
     errors.raise_if_any()
+    if validate_only:
+        return None
 
     submitted_at = to_datetime(now if now is not None else time.time())
     job = Job.objects.create(
@@ -203,8 +209,11 @@ def job_submit(
         submitted_at=submitted_at,
         state=JobState.PENDING.value,
     )
-    PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
-    job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user).save()
+    pod_set_rows = PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
+    submitted = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
+    submitted.save()
+    # The rows go back with the job, so the answer to the submission (selectors.job_submitted) needs no second read.
+    job.pod_set_rows, job.submitted_event = pod_set_rows, submitted
     if pod_template is not None:
         job.pod_template = pod_template
         job.tolerations = _pod_template_tolerations(pod_template)

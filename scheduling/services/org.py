@@ -39,7 +39,8 @@ def _clean_allotments(errors: Errors, allotments) -> dict[Flavor, int]:
 
 
 @transaction.atomic
-def team_create(*, actor, name: str, allotments: dict | None = None) -> Team:
+def team_create(*, actor, name: str, allotments: dict | None = None, validate_only: bool = False) -> Team | None:
+    """A new team with its allotments (admins). `validate_only`: check, write nothing."""
     if not is_admin(actor):
         raise PermissionDenied("only admins create teams")
     errors = Errors()
@@ -48,6 +49,8 @@ def team_create(*, actor, name: str, allotments: dict | None = None) -> Team:
         errors.add("name", f"a team named {name!r} already exists")
     clean = _clean_allotments(errors, allotments or {})
     errors.raise_if_any()
+    if validate_only:
+        return None
     team = create_named(Team, name=name)
     TeamAllotment.objects.bulk_create(TeamAllotment(team=team, flavor=flavor, gpus=gpus) for flavor, gpus in clean.items())
     audit_record(actor=actor, action=AuditAction.TEAM_CREATE, target=team, team=team, after={"allotments": _allotments(team)})
@@ -55,8 +58,9 @@ def team_create(*, actor, name: str, allotments: dict | None = None) -> Team:
 
 
 @transaction.atomic
-def team_update(*, actor, team_name: str, allotments: dict | None = None) -> Team:
-    """Set the allotment of each flavor given (0 removes it); flavors not given keep theirs."""
+def team_update(*, actor, team_name: str, allotments: dict | None = None, validate_only: bool = False) -> Team | None:
+    """Set the allotment of each flavor given (0 removes it); flavors not given keep theirs. `validate_only`: check,
+    write nothing."""
     if not is_admin(actor):
         raise PermissionDenied("only admins change allotments")
     team = Team.objects.select_for_update().filter(name=team_name).first()
@@ -75,6 +79,8 @@ def team_update(*, actor, team_name: str, allotments: dict | None = None) -> Tea
         if gpus < in_queues:
             errors.add(f"allotments.{flavor.name}", f"{gpus} is below the {in_queues} GPUs the team's queues hold as nominal quota")
     errors.raise_if_any()
+    if validate_only:
+        return None
     before = _allotments(team)
     for flavor, gpus in clean.items():
         if gpus == 0:

@@ -9,7 +9,7 @@ from scheduling.core.model import JobState
 from scheduling.models import AuditAction, Job, PriorityClass, Team
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import Errors, is_count, reconcile_after_commit
+from scheduling.services.common import Errors, create_named, is_count, reconcile_after_commit
 from scheduling.services.org import validate_name
 
 UNSET = object()
@@ -73,9 +73,10 @@ def _save(pc: PriorityClass, *, is_default, teams, team_rows: list[Team] | None)
 @transaction.atomic
 def priority_class_create(
     *, actor, name: str, value: int, description: str = "", is_default: bool = False,
-    teams: list[str] | None = None, max_gpus_per_team: int | None = None,
-) -> PriorityClass:
-    """A new class; `teams` None lets every team use it; `is_default` takes the default from the current one."""
+    teams: list[str] | None = None, max_gpus_per_team: int | None = None, validate_only: bool = False,
+) -> PriorityClass | None:
+    """A new class; `teams` None lets every team use it; `is_default` takes the default from the current one.
+    `validate_only`: check, write nothing."""
     if not is_admin(actor):
         raise PermissionDenied("only admins define priority classes")
     errors = Errors()
@@ -85,8 +86,12 @@ def priority_class_create(
     team_rows = _clean(errors, value=value, description=description, is_default=is_default, teams=teams,
                        max_gpus_per_team=max_gpus_per_team)
     errors.raise_if_any()
-    pc = PriorityClass(name=name, value=value, description=description, is_default=is_default,
-                       is_for_all_teams=teams is None, max_gpus_per_team=max_gpus_per_team)
+    if validate_only:
+        return None
+    # Inserted as not the default: the one-default constraint is settled by _save, the name's by create_named.
+    pc = create_named(PriorityClass, name=name, value=value, description=description, is_default=False,
+                      is_for_all_teams=teams is None, max_gpus_per_team=max_gpus_per_team)
+    pc.is_default = is_default
     _save(pc, is_default=is_default, teams=teams, team_rows=team_rows)
     audit_record(actor=actor, action=AuditAction.PRIORITY_CLASS_CREATE, target=pc, after=_state(pc))
     return pc
@@ -95,9 +100,11 @@ def priority_class_create(
 @transaction.atomic
 def priority_class_update(
     *, actor, name: str, value=UNSET, description=UNSET, is_default=UNSET, teams=UNSET, max_gpus_per_team=UNSET,
-) -> PriorityClass:
+    validate_only: bool = False,
+) -> PriorityClass | None:
     """Change the given fields. A new value applies to the class's pending jobs too (their place in the queue);
-    a new cap applies from the next pass (running jobs are never stopped for it)."""
+    a new cap applies from the next pass (running jobs are never stopped for it). `validate_only`: check, write
+    nothing."""
     if not is_admin(actor):
         raise PermissionDenied("only admins change priority classes")
     pc = PriorityClass.objects.select_for_update().filter(name=name).first()
@@ -107,6 +114,8 @@ def priority_class_update(
     team_rows = _clean(errors, value=value, description=description, is_default=is_default, teams=teams,
                        max_gpus_per_team=max_gpus_per_team)
     errors.raise_if_any()
+    if validate_only:
+        return None
     before = _state(pc)
     for field, given in (("value", value), ("description", description), ("is_default", is_default),
                          ("max_gpus_per_team", max_gpus_per_team)):

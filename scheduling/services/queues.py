@@ -122,7 +122,9 @@ def queue_create(
     strategy: str = QueueingStrategy.BEST_EFFORT_FIFO.value,
     preemption_policy: str = PreemptionPolicy.WITHIN_QUEUE_AND_RECLAIM.value,
     quotas: dict | None = None,
-) -> Queue:
+    validate_only: bool = False,
+) -> Queue | None:
+    """A new queue of `team_name` (its lead or an admin; cohorts: admins). `validate_only`: check, write nothing."""
     errors = Errors()
     validate_name(errors, "name", name)
     if isinstance(name, str) and Queue.objects.filter(name=name).exists():
@@ -138,6 +140,8 @@ def queue_create(
     if team is not None:
         _check_allotments(errors, team=team, queue=None, quotas=clean)
     errors.raise_if_any()
+    if validate_only:
+        return None
     cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None
     queue = create_named(
         Queue, name=name, team=team, cohort=cohort, weight=float(weight), strategy=strategy, preemption_policy=preemption_policy
@@ -180,12 +184,16 @@ def queue_update(
     strategy=UNSET,
     preemption_policy=UNSET,
     quotas: dict | None = None,
-) -> Queue:
-    """Change the given settings; `quotas` sets the given flavors' quotas (others keep theirs)."""
+    validate_only: bool = False,
+) -> Queue | None:
+    """Change the given settings; `quotas` sets the given flavors' quotas (others keep theirs). `validate_only`:
+    check, write nothing."""
     queue, clean = queue_change_check(
-        actor=actor, queue_name=queue_name, action="edits its queues", lock=True, cohort_name=cohort_name, weight=weight,
-        strategy=strategy, preemption_policy=preemption_policy, quotas=quotas,
+        actor=actor, queue_name=queue_name, action="edits its queues", lock=not validate_only, cohort_name=cohort_name,
+        weight=weight, strategy=strategy, preemption_policy=preemption_policy, quotas=quotas,
     )
+    if validate_only:
+        return None
     settings_before, quotas_before = _settings(queue), _quotas(queue)
     if cohort_name is not UNSET:
         queue.cohort = Cohort.objects.get_or_create(name=cohort_name)[0] if cohort_name else None

@@ -116,3 +116,37 @@ def test_every_4xx_has_the_same_flat_shape(client_as, user, method, url, status)
     assert response.status_code in (status, 403 if status == 401 else status)
     body = response.json()
     assert body and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(r, str) for r in v) for k, v in body.items()), body
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        pytest.param("/api/v1/preemptions/?limit=99999999999999999999", None, id="a 20-digit limit on the preemptions is capped"),
+        pytest.param("/api/v1/jobs/?limit=99999999999999999999", None, id="a 20-digit limit on the jobs is capped"),
+        pytest.param("/api/v1/nodes/?limit=99999999999999999999", None, id="a 20-digit limit on the nodes is capped"),
+        pytest.param("/api/v1/preemptions/?offset=99999999999999999999", "offset", id="an offset past any database's is a 400"),
+        pytest.param("/api/v1/preemptions/?limit=ten", "limit", id="a limit that is no number is a 400"),
+        pytest.param("/api/v1/jobs/?limit=%C2%B2", "limit", id="a superscript digit is no whole number"),
+        pytest.param("/api/v1/audit/?limit=99999999999999999999", "limit", id="the audit log's limit is at most 200"),
+        pytest.param("/api/v1/audit/?before=99999999999999999999", "before", id="an audit id past bigint is a 400"),
+        pytest.param("/api/v1/preemptions/?status=pending", "status", id="an unknown plan status is a 400"),
+        pytest.param("/api/v1/usage/?window_s=nan", "window_s", id="a window that is not a number is a 400"),
+    ],
+)
+def test_huge_or_malformed_paging_parameters_are_capped_or_a_400_naming_them(client_as, url, field):
+    response = client_as("admin").get(url)
+
+    if field is None:
+        assert response.status_code == 200, response.json()
+        assert len(response.json()["results"]) <= 500
+    else:
+        assert response.status_code == 400, response.content
+        assert field in response.json(), response.json()
+
+
+def test_a_nul_character_in_an_allotment_key_is_a_400(client_as):
+    response = client_as("admin").post("/api/v1/teams/", {"name": "speech", "allotments": {"H100\x00": 8}}, format="json")
+
+    assert response.status_code == 400
+    assert "allotments.H100" in response.json()
+    assert not Team.objects.filter(name="speech").exists()

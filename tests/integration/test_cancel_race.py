@@ -3,53 +3,27 @@
 from __future__ import annotations
 
 import random
-import threading
 import time
 
 import pytest
-from django.db import connections
 
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.selectors.invariants import invariant_violations
 from scheduling.services import admission_cycle_run, job_cancel, job_submit
 from tests.conftest import H100
+from tests.integration.pass_loop import live_pass_loop
 
 pytestmark = pytest.mark.integration
 PAIRS = 150
-
-
-class SnapshotThenWait(SimulatedCluster):
-    """Reading the nodes (between the snapshot of pending jobs and the persist step) takes a few milliseconds,
-    the window in which a cancel commits while the pass still believes the job is pending."""
-
-    def list_nodes(self):
-        time.sleep(random.uniform(0.005, 0.03))
-        return super().list_nodes()
 
 
 def test_no_cancelled_job_is_admitted_when_cancels_race_a_live_pass_loop(transactional_db, org):
     from django.db import connection
 
     assert connection.vendor == "postgresql", "the race only shows on PostgreSQL (SQLite serialises transactions)"
-    stop = threading.Event()
-    lost_races = []
-    errors: list[BaseException] = []
-
-    def pass_loop():
-        cluster = SnapshotThenWait()
-        try:
-            while not stop.is_set():
-                lost_races.extend(admission_cycle_run(cluster=cluster).lost_races)
-        except BaseException as error:  # noqa: BLE001 - surfaced below
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    loop = threading.Thread(target=pass_loop)
-    loop.start()
     rng = random.Random(11)
-    try:
+    with live_pass_loop() as passes:
         for i in range(PAIRS):
             job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name=f"pair-{i}",
                              pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}], runtime_limit_s=36000)
@@ -58,10 +32,7 @@ def test_no_cancelled_job_is_admitted_when_cancels_race_a_live_pass_loop(transac
                 job_cancel(user=org["vision-researcher"], job_id=job.pk)
             except Exception:  # noqa: BLE001 - a job the pass finished first cannot be cancelled; counted below
                 pass
-    finally:
-        stop.set()
-        loop.join(60)
-    assert not errors, errors
+    lost_races = [race for result in passes for race in result.lost_races]
     admission_cycle_run(cluster=SimulatedCluster())  # one quiet pass applies the last decisions
 
     cancelled_then_admitted = []

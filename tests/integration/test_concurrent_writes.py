@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from scheduling.models import Queue, Team
+from scheduling.models import PriorityClass, Queue, Team
 from tests.integration.test_crash_and_concurrency import run_together
 
 pytestmark = pytest.mark.integration
@@ -27,6 +27,7 @@ def post_as(user, path, body):
     [
         pytest.param("/api/v1/teams/", {"name": "robotics"}, Team, id="a team"),
         pytest.param("/api/v1/queues/", {"name": "vision-burst", "team": "vision"}, Queue, id="a queue"),
+        pytest.param("/api/v1/priority-classes/", {"name": "urgent", "value": 100}, PriorityClass, id="a priority class"),
     ],
 )
 def test_two_creates_of_one_name_at_once_give_one_201_and_one_400_naming_the_field(transactional_db, org, path, body, model):

@@ -20,6 +20,7 @@ from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import Job, JobEvent, Placement, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
 from scheduling.services import admission_cycle_run, job_submit
+from scheduling.livebench.server import database_url
 from scheduling.tasks import LOCK_KEY, reconcile
 from tests.conftest import H100
 
@@ -39,23 +40,20 @@ def services_are_real():
     return client
 
 
-def database_url() -> str:
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.fixture
 def start_worker(transactional_db, services_are_real, tmp_path):
-    """Start real `celery -A portal worker` processes on the test database; stops the ones still alive."""
+    """Start real `celery -A portal worker` (or, with role="beat", `celery beat`) processes on the test database;
+    stops the ones still alive."""
     processes = []
 
-    def start(name: str, **extra_env: str) -> subprocess.Popen:
+    def start(name: str, *, role: str = "worker", **extra_env: str) -> subprocess.Popen:
         env = {**os.environ, "DATABASE_URL": database_url(), "GANGWAY_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1",
                "GANGWAY_RECONCILE_LOCK_LEASE_S": "3", **extra_env}
         log = open(tmp_path / f"{name}.log", "w")
+        options = (["--pool=solo", "--concurrency=1", "-n", f"gangway-{name}-{os.getpid()}@%h"] if role == "worker"
+                   else ["--schedule", str(tmp_path / f"{name}-schedule")])
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--concurrency=1", "--loglevel=INFO",
-             "-n", f"gangway-{name}-{os.getpid()}@%h"],
+            [sys.executable, "-m", "celery", "-A", "portal", role, "--loglevel=INFO", *options],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         process.log_path = tmp_path / f"{name}.log"

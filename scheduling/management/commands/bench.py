@@ -34,11 +34,22 @@ class Command(BaseCommand):
             p.add_argument("--seed", type=int, default=1)
             p.add_argument("--json", action="store_true", help="print one JSON object")
         _live_arguments(sub.add_parser("live", help="the pass, pages and submit at fleet scale in a fresh database"))
+        load = sub.add_parser("submit-load", help="concurrent submitters against gunicorn with a pass loop running, vs a trivial GET")
+        load.add_argument("--clients", type=int, default=32, help="concurrent submitters, each a researcher with their own token")
+        load.add_argument("--seconds", type=float, default=60.0, help="seconds of submitting")
+        load.add_argument("--baseline-s", type=float, default=20.0, help="seconds of the trivial GET, half before and half after")
+        load.add_argument("--workers", type=int, default=3, help="gunicorn workers (compose and the manifests run 3 ...)")
+        load.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker (... of 4 threads each)")
+        load.add_argument("--port", type=int, default=0, help="default: a free port")
+        load.add_argument("--wipe", action="store_true", help="empty the database first if it holds jobs")
+        load.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
     def handle(self, *args, **options):
         name = options["bench"]
         if name == "live":
             return self._live(options)
+        if name == "submit-load":
+            return self._submit_load(options)
         if name == "cycle":
             from scheduling.benchmarks import cycle
 
@@ -98,6 +109,26 @@ class Command(BaseCommand):
             with open(options["json"], "w") as out:
                 json.dump(figures, out, indent=2)
         self.stdout.write(run.table(figures))
+
+
+    def _submit_load(self, options) -> None:
+        from scheduling.livebench import build, server, submit_load
+        from scheduling.models import Job
+
+        for field in ("clients", "workers", "threads"):
+            if options[field] < 1:
+                raise CommandError(f"--{field} must be at least 1")
+        if Job.objects.exists():
+            if not options["wipe"]:
+                raise CommandError("the database holds jobs; bench submit-load seeds its own world: pass --wipe to empty it first")
+            build.database_wipe()
+        figures = submit_load.load_run(clients=options["clients"], seconds=options["seconds"], baseline_s=options["baseline_s"],
+                                       workers=options["workers"], threads=options["threads"], port=options["port"] or server.free_port(),
+                                       log=lambda line: self.stderr.write(line))
+        if options["json"]:
+            with open(options["json"], "w") as out:
+                json.dump(figures, out, indent=2)
+        self.stdout.write(submit_load.table(figures))
 
 
 def _live_arguments(live) -> None:
