@@ -233,6 +233,9 @@ GANGWAY_RECONCILE_INTERVAL_S = float(os.environ.get("GANGWAY_RECONCILE_INTERVAL_
 GANGWAY_RECONCILE_ON_WRITE = env_bool("GANGWAY_RECONCILE_ON_WRITE", True)
 GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "5000"))
 GANGWAY_RECONCILE_LOCK_LEASE_S = float(os.environ.get("GANGWAY_RECONCILE_LOCK_LEASE_S", "6"))
+# A pass that sees nothing new skips explaining; explanations still catch up with time (costs of fixes, when running
+# jobs should end) at least this often.
+GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "60"))
 """The reconcile lock is a lease its holder renews every third of this while the pass runs: a killed holder
 stalls admissions for at most this long."""
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))

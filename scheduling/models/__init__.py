@@ -1,7 +1,7 @@
 """Persistence of the scheduling domain; states and reasons come from scheduling.core enums."""
 
 from scheduling.models.audit import AuditAction, AuditRecord
-from scheduling.models.fleet import FleetSettings, Node, ReconcileState
+from scheduling.models.fleet import FleetSettings, Node, ReconcileState, RowChange
 from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
 from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
@@ -32,6 +32,7 @@ __all__ = [
     "QueueUsage",
     "ReconcileState",
     "Role",
+    "RowChange",
     "SimulatedWorkload",
     "Team",
     "TeamAllotment",

@@ -12,12 +12,13 @@ from dataclasses import replace
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import F
 
 from scheduling.cluster.base import Cluster
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.explain import PassExplanations, explain_pending, iso
 from scheduling.core.model import CycleResult, JobState, Queue, Quota, Snapshot
-from scheduling.models import Job, Team
+from scheduling.models import Job, ReconcileState, Team
 from scheduling.models import Queue as QueueRow
 from scheduling.permissions import is_admin
 from scheduling.services.common import Errors
@@ -29,15 +30,16 @@ from scheduling.snapshots import snapshot_build
 WRITE_CHUNK = 2000
 
 
-def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: float) -> int:
+def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: float, stored: dict[int, str]) -> int:
     """Store the explanation of every pending job the pass considered; returns how many rows were written.
 
     Computed once per distinct shape; a row is written only when its fingerprint (the explanation without
-    what grows with time alone, such as a fix's GPU-hours) differs from the stored one, so an unchanged
-    queue costs one narrow read per 2,000 jobs and no write. The stored start estimate is kept.
+    what grows with time alone, such as a fix's GPU-hours) differs from the one `stored` remembers for it (the
+    reconcile pass's cache: job id → fingerprint in its row, updated here), so an unchanged queue costs no read
+    and no write. The stored start estimate is kept.
     """
     explained = explain_pending(snapshot, decisions)
-    return _store(explained, now=now, estimates=None)
+    return _store(explained, now=now, estimates=None, stored=stored)
 
 
 def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:
@@ -56,6 +58,8 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
     result = forecast(snapshot, horizon_s=settings.GANGWAY_ESTIMATE_HORIZON_S)
     estimates = {job_id: result.starts.get(job_id) for job_id in explained.by_job}
     written = _store(explained, now=now, estimates=estimates)
+    # After commit: a pass that remembers the fingerprints it wrote reads them again (see snapshot_cache).
+    ReconcileState.objects.filter(pk=1).update(explanations_version=F("explanations_version") + 1)
     return {
         "jobs": len(estimates),
         "within_horizon": sum(1 for v in estimates.values() if v is not None),
@@ -75,23 +79,24 @@ def explanation_fingerprint(data: dict) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def _store(explained: PassExplanations, *, now: float, estimates: dict[int, float | None] | None) -> int:
-    """Without `estimates`: write the rows whose fingerprint changed, keeping their stored estimate. With them
-    (the forecast): write every row, with its new estimate."""
+def _store(explained: PassExplanations, *, now: float, estimates: dict[int, float | None] | None,
+           stored: dict[int, str] | None = None) -> int:
+    """Without `estimates`: write the rows whose fingerprint differs from `stored`, keeping their stored estimate,
+    and remember what was written in `stored`. With them (the forecast): write every pending row, with its new
+    estimate."""
     by_explanation: dict[int, tuple[dict, str]] = {}
     for explanation in {id(e): e for e in explained.by_job.values()}.values():
         data = explanation.to_dict()
         by_explanation[id(explanation)] = (data, explanation_fingerprint(data))
     ids = list(explained.by_job)
-    stored: dict[int, str] = {}
-    for start in range(0, len(ids), WRITE_CHUNK):
-        stored.update(Job.objects.filter(pk__in=ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value)
-                      .values_list("id", "explanation_fingerprint"))
-    changed = [job_id for job_id in ids if job_id in stored
-               and (estimates is not None or stored[job_id] != by_explanation[id(explained.by_job[job_id])][1])]
     if estimates is not None:
+        changed = []
+        for start in range(0, len(ids), WRITE_CHUNK):
+            changed.extend(Job.objects.filter(pk__in=ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value)
+                           .values_list("id", flat=True))
         kept = {job_id: (iso(estimates.get(job_id)), iso(now)) for job_id in changed}
     else:
+        changed = [job_id for job_id in ids if stored.get(job_id) != by_explanation[id(explained.by_job[job_id])][1]]
         kept = {}
         for start in range(0, len(changed), WRITE_CHUNK):
             kept.update((row[0], row[1:]) for row in Job.objects.filter(pk__in=changed[start : start + WRITE_CHUNK]).values_list(
@@ -107,6 +112,8 @@ def _store(explained: PassExplanations, *, now: float, estimates: dict[int, floa
             for start in range(0, len(job_ids), WRITE_CHUNK):
                 written += Job.objects.filter(pk__in=job_ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).update(
                     explanation=value, explanation_fingerprint=fingerprint)
+    if stored is not None:
+        stored.update((job_id, by_explanation[id(explained.by_job[job_id])][1]) for job_id in changed)
     return written
 
 

@@ -23,7 +23,8 @@ from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.common import to_datetime
 from scheduling.services.explanations import explanations_refresh
 from scheduling.services.jobs import job_event
-from scheduling.snapshots import SnapshotContext, snapshot_build
+from scheduling.snapshot_cache import PASS_CACHE, SnapshotCache
+from scheduling.snapshots import SnapshotContext
 
 logger = logging.getLogger("scheduling.reconcile")
 
@@ -63,6 +64,11 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
 
         cluster = get_cluster()
     now = time.time() if now is None else now
+    with PASS_CACHE.lock:
+        return _pass(cache=PASS_CACHE, now=now, cluster=cluster)
+
+
+def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileResult:
     result = ReconcileResult()
     phase = _phase_timer(result.phases_s)
     with transaction.atomic():
@@ -70,7 +76,8 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         with phase("observe"):
             _observe_workloads(cluster=cluster, now=now, result=result)
         with phase("snapshot"):
-            snapshot, context = snapshot_build(now=now, cluster=cluster)
+            cached = cache.snapshot(now=now, cluster=cluster, passes=state.passes, explanations_version=state.explanations_version)
+            snapshot, context = cached.snapshot, cached.context
         with phase("cycle"):
             decisions = run_admission_cycle(snapshot)
         with phase("persist"):
@@ -81,23 +88,43 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         state.passes = F("passes") + 1
         state.lost_races = F("lost_races") + len(result.lost_races)
         state.save(update_fields=["last_pass_at", "passes", "lost_races"])
+    cache.committed(cached.pass_number)
     _fault_after_commit(result)
     with phase("apply"):
         _apply(cluster=cluster, now=now, result=result)
     # After commit, outside the row lock: submissions and quota edits need not wait for explanations. A row
     # that left pending meanwhile is skipped; one whose state changed is explained again by the next pass.
-    with phase("explain"):
-        explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
+    written = 0
+    if _explanations_due(cache=cache, cached=cached, decisions=decisions, result=result, now=now):
+        with phase("explain"):
+            written = explanations_refresh(snapshot=snapshot, decisions=decisions, now=now, stored=cache.fingerprints)
+            cache.explained_at = now
     ReconcileState.objects.filter(pk=1).update(
         last_pass_phases_s={name: round(s, 4) for name, s in result.phases_s.items()},
         cluster_errors=F("cluster_errors") + len(result.apply_failed),
+        explanations_version=F("explanations_version") + (1 if written else 0),
     )
+    if written:
+        # Another writer in between (the estimates task, another worker's pass) makes this process read the stored
+        # fingerprints again next pass.
+        version = ReconcileState.objects.values_list("explanations_version", flat=True).get(pk=1)
+        cache.explanations_version = version if version == state.explanations_version + 1 else None
     if result.admitted or result.finished or result.preempted or result.evicted:
         logger.info(
             "reconcile: admitted %s started %s finished %s preempted %s evicted %s",
             result.admitted, result.started, result.finished, result.preempted, result.evicted,
         )
     return result
+
+
+def _explanations_due(*, cache: SnapshotCache, cached, decisions: CycleResult, result: ReconcileResult, now: float) -> bool:
+    """Explain when anything an explanation is made of may have changed: the rows, nodes, queues or plans the
+    snapshot holds, or the cycle's decisions. What changes with time alone (how long a victim has run, when a
+    running job should end) is brought up to date every GANGWAY_EXPLAIN_REFRESH_S."""
+    return (
+        cached.is_changed or bool(decisions.admissions or decisions.evictions or decisions.preemptions or result.lost_races)
+        or cache.explained_at is None or now - cache.explained_at >= settings.GANGWAY_EXPLAIN_REFRESH_S
+    )
 
 
 def _phase_timer(phases_s: dict[str, float]):
@@ -157,7 +184,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
     if not released:
         return
     statuses = cluster.workload_statuses([_ref(j, j["applied_generation"]) for j in released], now)
-    pods = _pods_by_job([j["id"] for j in released])
+    pods = _pods_by_job([j["id"] for j in released if j["state"] == JobState.ADMITTED])  # running ones are ready already
     events = []
     moment = to_datetime(now)
     for job in released:
