@@ -13,8 +13,11 @@ from django.db import connection
 
 from scheduling.cluster.base import Cluster
 from scheduling.core.model import Job, JobState, Snapshot
-from scheduling.models import Flavor, PriorityClass, RowChange
+from scheduling.models import Explanation, Flavor, PriorityClass, RowChange
 from scheduling.models import Job as JobRow
+from scheduling.models import Node as NodeRow
+from scheduling.models import Placement as PlacementRow
+from scheduling.models import PodSet as PodSetRow
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.snapshots import (
     ID_CHUNK,
@@ -30,8 +33,8 @@ from scheduling.snapshots import (
 
 KEEP_PASSES = 500
 """Changes stay in the log this many passes; a process whose last pass is older reads everything again."""
-LOGGING_DATABASES = ("postgresql", "sqlite")
-"""Where migration 0009 installs the triggers that write the log; elsewhere every pass reads in full."""
+LOGGED_TABLES = (JobRow, PodSetRow, PlacementRow, NodeRow)
+"""Tables whose triggers write the log (migration 0009, PostgreSQL and SQLite); without them every pass reads in full."""
 PENDING = JobState.PENDING.value
 
 
@@ -48,6 +51,16 @@ class _Window:
     keys: list[tuple] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
     is_whole: bool = True
+
+
+@dataclass
+class StoredExplanations:
+    """What the database holds, as far as this process knows: each pending job's explanation key, and each
+    explanation row's fingerprint (services.explanations keeps both current as it writes)."""
+
+    keys: dict[int, str] = field(default_factory=dict)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    pruned_at: float | None = None
 
 
 @dataclass
@@ -80,12 +93,12 @@ class SnapshotCache:
         """Pending job id → (its queue's id, its order key in that queue's window)."""
         self.admitted: dict[int, Job] = {}
         self.context = SnapshotContext()
-        self.fingerprints: dict[int, str] = {}
-        """Pending job id → the explanation fingerprint stored in its row (services.explanations keeps it current)."""
+        self.stored = StoredExplanations()
         self.explanations_version: int | None = None
         self.explained_at: float | None = None
         self.nodes: tuple | None = None
         self.last: tuple | None = None
+        self.is_logged = False
 
     # --- one pass ---------------------------------------------------------------------------------
     def snapshot(self, *, now: float, cluster: Cluster, passes: int, explanations_version: int) -> CachedSnapshot:
@@ -93,7 +106,9 @@ class SnapshotCache:
         rest as remembered. Equal to `snapshots.snapshot_build` at the same moment."""
         number = passes + 1
         previous, self.pass_number = self.pass_number, None
-        is_logged = connection.vendor in LOGGING_DATABASES
+        if previous is None:
+            self.is_logged = change_log_installed()
+        is_logged = self.is_logged
         if is_logged:
             # Stamped before anything is read: a change committed after this statement waits for the next pass.
             RowChange.objects.filter(pass_number__isnull=True).update(pass_number=number)
@@ -124,10 +139,12 @@ class SnapshotCache:
                 else:
                     nodes_changed = True
             self._read_jobs(job_ids, queue_ids, cap)
-        if not is_whole_read and explanations_version != self.explanations_version:
+        if is_whole_read or explanations_version != self.explanations_version:
             # Another process wrote explanations since this one last did: what it remembers may be out of date.
-            stored = JobRow.objects.filter(state=PENDING).values_list("id", "explanation_fingerprint")
-            self.fingerprints = {job_id: fingerprint for job_id, fingerprint in stored if job_id in self.queued}
+            if not is_whole_read:
+                stored = JobRow.objects.filter(state=PENDING).values_list("id", "explanation_key")
+                self.stored.keys = {job_id: key for job_id, key in stored if job_id in self.queued}
+            self.stored.fingerprints = dict(Explanation.objects.values_list("key", "fingerprint"))
         self.explanations_version = explanations_version
         if nodes_changed or self.nodes is None or not getattr(cluster, "lists_node_rows", False):
             self.nodes = tuple(cluster.list_nodes())
@@ -168,7 +185,7 @@ class SnapshotCache:
             self.admitted[job.id] = job
         windows = {queue_id: pending_window_rows(queue_id, cap) for queue_id in queue_ids}
         rows = [row for queue_id in queue_ids for row in windows[queue_id]]
-        self.fingerprints = {row["id"]: row["explanation_fingerprint"] for row in rows}
+        self.stored.keys = {row["id"]: row["explanation_key"] for row in rows}
         pending = jobs_from_rows(rows, self.context)
         position = 0
         for queue_id in queue_ids:
@@ -203,7 +220,7 @@ class SnapshotCache:
             if job.state is not JobState.PENDING:
                 self.admitted[job.id] = job
             elif self._insert(job, row["queue_id"], cap):
-                self.fingerprints[job.id] = row["explanation_fingerprint"]
+                self.stored.keys[job.id] = row["explanation_key"]
             else:
                 self._drop_context(job)  # behind a window that is not whole: outside the snapshot, as in a whole read
         for queue_id in shrunk:
@@ -213,7 +230,7 @@ class SnapshotCache:
                 self._forget(job.id)
             window_rows = pending_window_rows(queue_id, cap)
             self._window_set(queue_id, jobs_from_rows(window_rows, self.context), is_whole=len(window_rows) < cap)
-            self.fingerprints.update((row["id"], row["explanation_fingerprint"]) for row in window_rows)
+            self.stored.keys.update((row["id"], row["explanation_key"]) for row in window_rows)
 
     def _insert(self, job: Job, queue_id: int, cap: int) -> bool:
         """Put a pending job in its queue's window; False if it falls behind the window's first `cap` jobs."""
@@ -240,7 +257,7 @@ class SnapshotCache:
             index = bisect_left(window.keys, key)
             job = window.jobs.pop(index)
             del window.keys[index]
-            self.fingerprints.pop(job_id, None)
+            self.stored.keys.pop(job_id, None)
         if job is not None:
             self._drop_context(job)
         return queue_id
@@ -249,6 +266,23 @@ class SnapshotCache:
         self.context.versions.pop(job.id, None)
         for pod_set in job.pod_sets:
             self.context.pod_set_ids.pop((job.id, pod_set.name), None)
+
+
+def change_log_installed() -> bool:
+    """Whether every trigger that writes RowChange is in place (a table rebuilt by a later migration on SQLite would
+    lose its triggers: then the cache reads in full rather than miss changes)."""
+    tables = [model._meta.db_table for model in LOGGED_TABLES]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgname = ANY(%s)",
+                           [[f"{table}_log_change" for table in tables]])
+            return cursor.fetchone()[0] == len(tables)
+        if connection.vendor == "sqlite":
+            names = [f"{table}_log_{event}" for table in tables for event in ("insert", "delete", "update")]
+            cursor.execute(f"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({', '.join(['%s'] * len(names))})",
+                           names)
+            return cursor.fetchone()[0] == len(names)
+    return False
 
 
 PASS_CACHE = SnapshotCache()

@@ -59,7 +59,7 @@ JOB_FIELDS = (
     "priority_class__name",
     "attained_gpu_s",
     "admission_generation",
-    "explanation_fingerprint",
+    "explanation_key",
 )
 
 

@@ -120,14 +120,14 @@ def _job_row(job_id, *, owner_id, queue_id, flavor_id, name, gpus, state, submit
              generation=0, applied=None, ready_pods=0):
     return (job_id, owner_id, queue_id, name, flavor_id, priority, topology_required, "", runtime_limit_s,
             checkpoint_interval_s, True, "[]", state, gpus, submitted_at, admitted_at, started_at, finished_at,
-            generation, generation if applied is None else applied, ready_pods, 0, None, None, False, "{}", "", "", "Job", None)
+            generation, generation if applied is None else applied, ready_pods, 0, None, None, False, "", "", "Job", None)
 
 
 JOB_COLUMNS = ("id", "owner_id", "queue_id", "name", "flavor_id", "priority", "topology_required", "topology_preferred",
                "runtime_limit_s", "checkpoint_interval_s", "is_preemptible", "tolerations", "state", "gpus",
                "submitted_at", "admitted_at", "started_at", "finished_at", "admission_generation",
                "applied_generation", "ready_pods", "evictions", "backoff_until", "preempted_by_id", "is_borrowing",
-               "explanation", "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
+               "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
 POD_SET_COLUMNS = ("id", "job_id", "name", "count", "gpus_per_pod")
 EVENT_COLUMNS = ("job_id", "from_state", "to_state", "actor_id", "reason", "message", "created_at")
 

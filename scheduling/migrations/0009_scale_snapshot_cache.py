@@ -1,5 +1,7 @@
 """The reconcile pass's change log (RowChange) and the database triggers that write it, on PostgreSQL and SQLite;
-indexes for the released gangs every pass reads and for today's admissions."""
+explanations stored once per distinct answer (Explanation) instead of in every job row, start estimates in their
+own columns; indexes for the released gangs every pass reads and for today's admissions. Explanations stored in
+jobs before are dropped: the next pass writes them again."""
 
 from django.conf import settings
 from django.db import migrations, models
@@ -80,6 +82,15 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
+            name='Explanation',
+            fields=[
+                ('key', models.CharField(max_length=48, primary_key=True, serialize=False)),
+                ('data', models.JSONField()),
+                ('fingerprint', models.CharField(max_length=16)),
+                ('checked_at', models.DateTimeField()),
+            ],
+        ),
+        migrations.CreateModel(
             name='RowChange',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
@@ -88,10 +99,33 @@ class Migration(migrations.Migration):
                 ('pass_number', models.PositiveBigIntegerField(blank=True, null=True)),
             ],
         ),
+        migrations.RemoveField(
+            model_name='job',
+            name='explanation',
+        ),
+        migrations.RemoveField(
+            model_name='job',
+            name='explanation_fingerprint',
+        ),
+        migrations.AddField(
+            model_name='job',
+            name='estimated_at',
+            field=models.DateTimeField(blank=True, help_text='When that forecast ran.', null=True),
+        ),
+        migrations.AddField(
+            model_name='job',
+            name='estimated_start',
+            field=models.DateTimeField(blank=True, help_text='When the forecast expects a pending job to start.', null=True),
+        ),
+        migrations.AddField(
+            model_name='job',
+            name='explanation_key',
+            field=models.CharField(blank=True, default='', help_text='Key of the stored explanation of a pending job (Explanation): shared by the jobs of one shape.', max_length=48),
+        ),
         migrations.AddField(
             model_name='reconcilestate',
             name='explanations_version',
-            field=models.PositiveBigIntegerField(default=0, help_text='Bumped by every write of stored explanations: a process whose remembered fingerprints are older re-reads them.'),
+            field=models.PositiveBigIntegerField(default=0, help_text='Bumped by every pass that writes explanations: a process that remembers an older version reads them again.'),
         ),
         migrations.AddIndex(
             model_name='job',

@@ -2,7 +2,7 @@
 
 from scheduling.models.audit import AuditAction, AuditRecord
 from scheduling.models.fleet import FleetSettings, Node, ReconcileState, RowChange
-from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
+from scheduling.models.jobs import Explanation, Job, JobEvent, PodSet, Placement
 from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.priority import PriorityClass
@@ -14,6 +14,7 @@ __all__ = [
     "AuditAction",
     "AuditRecord",
     "Cohort",
+    "Explanation",
     "FleetSettings",
     "GpuUsageSample",
     "Flavor",

@@ -55,7 +55,7 @@ class ReconcileState(models.Model):
     cluster_errors = models.PositiveBigIntegerField(default=0, help_text="Releases and suspensions the cluster refused (retried).")
     last_pass_phases_s = models.JSONField(default=dict, blank=True, help_text="Seconds of each step of the last pass.")
     explanations_version = models.PositiveBigIntegerField(
-        default=0, help_text="Bumped by every write of stored explanations: a process whose remembered fingerprints are older re-reads them.")
+        default=0, help_text="Bumped by every pass that writes explanations: a process that remembers an older version reads them again.")
 
     def __str__(self) -> str:
         return f"reconcile pass {self.passes} at {self.last_pass_at}"

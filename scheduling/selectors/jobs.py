@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import CharField, Prefetch, Q, QuerySet
+from django.db.models import CharField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
 
-from scheduling.models import Job, JobEvent, Placement, Queue
+from scheduling.models import Explanation, Job, JobEvent, Placement, Queue
 from scheduling.permissions import restrict_event_actors, restrict_jobs
 
 PAGE_SIZE = 50
@@ -15,8 +15,8 @@ PAGE_SIZE = 50
 
 def _why():
     """A pending job's reason in one line, read from its stored explanation without loading the rest of it."""
-    return Coalesce(KeyTextTransform("headline", "explanation"), KeyTextTransform("summary", "explanation"),
-                    output_field=CharField())
+    line = Coalesce(KeyTextTransform("headline", "data"), KeyTextTransform("summary", "data"), output_field=CharField())
+    return Subquery(Explanation.objects.filter(key=OuterRef("explanation_key")).values(line=line)[:1], output_field=CharField())
 
 
 def job_list(*, user, queue: str | None = None, team: str | None = None, state: str | None = None, owner: str | None = None) -> QuerySet:
@@ -25,7 +25,7 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
     jobs = (
         restrict_jobs(user, Job.objects.all())
         .select_related("queue__team", "flavor", "owner", "priority_class").prefetch_related("pod_sets")
-        .defer("explanation", "pod_template").annotate(why=_why())
+        .defer("pod_template").annotate(why=_why())
     )
     if queue:
         jobs = jobs.filter(queue_id__in=queue_ids(name=queue))

@@ -231,7 +231,7 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     previous = job.state
     # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
     # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
-    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation={})
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation_key="")
     job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()

@@ -97,7 +97,7 @@ def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileRes
     written = 0
     if _explanations_due(cache=cache, cached=cached, decisions=decisions, result=result, now=now):
         with phase("explain"):
-            written = explanations_refresh(snapshot=snapshot, decisions=decisions, now=now, stored=cache.fingerprints)
+            written = explanations_refresh(snapshot=snapshot, decisions=decisions, now=now, stored=cache.stored)
             cache.explained_at = now
     ReconcileState.objects.filter(pk=1).update(
         last_pass_phases_s={name: round(s, 4) for name, s in result.phases_s.items()},
@@ -199,7 +199,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
             continue
         if status.phase in (WorkloadPhase.SUCCEEDED, WorkloadPhase.FAILED):
             final = JobState.SUCCEEDED if status.phase is WorkloadPhase.SUCCEEDED else JobState.FAILED
-            if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment, explanation={}):
+            if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment):
                 Placement.objects.filter(job_id=job["id"]).delete()  # placements are the current admission's only
                 events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
                 result.finished.append(job["id"])
@@ -258,8 +258,8 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         if not _transition(
             admission.job_id, expected=expected, result=result, what=JobState.ADMITTED.value,
             state=JobState.ADMITTED.value, admitted_at=moment, started_at=None, ready_pods=0,
-            admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing, explanation={},
-            explanation_fingerprint="",  # requeued later, it is explained afresh
+            admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing,
+            explanation_key="", estimated_start=None, estimated_at=None,  # requeued later, it is explained afresh
         ):
             continue
         preempted = [

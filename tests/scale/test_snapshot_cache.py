@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.core.model import JobState
-from scheduling.models import Job, Node, PodSet, ReconcileState
+from scheduling.models import Explanation, Job, Node, PodSet, ReconcileState
 from scheduling.services import admission_cycle_run, job_cancel, job_submit, node_cordon
 from scheduling.snapshot_cache import PASS_CACHE, SnapshotCache
 from scheduling.snapshots import snapshot_build
-from tests.conftest import H100
+from tests.conftest import H100, stored_explanation
 
 pytestmark = pytest.mark.django_db
 T0 = 1_800_000_000.0
@@ -43,7 +43,7 @@ def assert_cache_agrees(cache: SnapshotCache, now: float = T0 + 100) -> bool:
     assert got.admitted == fresh.admitted
     assert (got.nodes, got.queues, got.topology) == (fresh.nodes, fresh.queues, fresh.topology)
     assert (cached.context.versions, cached.context.pod_set_ids) == (context.versions, context.pod_set_ids)
-    assert cache.fingerprints == dict(Job.objects.filter(pk__in=[j.id for j in fresh.pending]).values_list("id", "explanation_fingerprint"))
+    assert cache.stored.keys == dict(Job.objects.filter(pk__in=[j.id for j in fresh.pending]).values_list("id", "explanation_key"))
     return cached.is_changed
 
 
@@ -80,7 +80,7 @@ def test_a_pass_with_nothing_new_reads_no_job_row_and_writes_nothing(org):
     with CaptureQueriesContext(connection) as queries:
         result = admission_cycle_run(now=T0 + 12)
     job_reads = [q["sql"] for q in queries.captured_queries
-                 if q["sql"].startswith("SELECT") and "explanation_fingerprint" in q["sql"] or "scheduling_podset" in q["sql"]]
+                 if q["sql"].startswith("SELECT") and "explanation_key" in q["sql"] or "scheduling_podset" in q["sql"]]
     writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE \"scheduling_job\"")]
     assert (job_reads, writes, result.admitted) == ([], [], [])
     assert "explain" not in result.phases_s
@@ -101,11 +101,12 @@ def test_explanations_written_elsewhere_make_the_pass_read_the_stored_fingerprin
     job = submit(org, at=T0, gpus=64)
     admission_cycle_run(now=T0 + 1)
     admission_cycle_run(now=T0 + 2)
-    stored = Job.objects.get(pk=job.pk).explanation_fingerprint
-    Job.objects.filter(pk=job.pk).update(explanation={}, explanation_fingerprint="")  # another writer...
+    stored = stored_explanation(job)
+    Explanation.objects.all().delete()  # another writer...
+    Job.objects.filter(pk=job.pk).update(explanation_key="")
     ReconcileState.objects.filter(pk=1).update(explanations_version=F("explanations_version") + 1)  # ...says so
     admission_cycle_run(now=T0 + 70)
-    assert Job.objects.get(pk=job.pk).explanation_fingerprint == stored
+    assert stored_explanation(job)["summary"] == stored["summary"]
 
 
 def test_a_pass_that_fails_leaves_the_next_one_to_read_everything(org, monkeypatch):

@@ -9,6 +9,7 @@ from scheduling.core.cycle import run_admission_cycle
 from scheduling.models import PlanStatus, PreemptionPlan
 from scheduling.services import admission_cycle_run
 from scheduling.snapshots import snapshot_build
+from tests.conftest import stored_explanation
 from tests.services.test_reconcile import T0, submit
 
 pytestmark = pytest.mark.usefixtures("every_plan_runs")
@@ -32,5 +33,5 @@ def test_a_plan_awaiting_approval_is_proposed_again_from_the_database_without_pl
     admission_cycle_run(now=T0 + 5)
     assert list(PreemptionPlan.objects.filter(job=owner).values_list("pk", "state_fingerprint")) == [(row.pk, row.state_fingerprint)]
     owner.refresh_from_db()
-    preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
+    preempt = next(f for f in stored_explanation(owner)["fixes"] if f["action"] == "preempt")
     assert "reclaiming 64 GPUs lent to language-main" in preempt["detail"]
