@@ -40,6 +40,7 @@ def pages_of(built: build.Built) -> dict[str, str]:
         "web_fleet": "/fleet/",
         "web_queues": "/queues/",
         "web_preemptions": "/preemptions/",
+        "web_history": "/history/",
         "api_jobs": "/api/v1/jobs/",
         "api_jobs_pending": "/api/v1/jobs/?state=pending",
         "api_jobs_deep": f"/api/v1/jobs/?{urlencode({'cursor': api_cursor})}",
@@ -53,16 +54,24 @@ def pages_of(built: build.Built) -> dict[str, str]:
 
 
 def run(*, scale: build.Scale, rounds: int, clients: int, submit_s: float, busy_passes: int, idle_passes: int,
-        url: str | None, port: int, workers: int, wipe: bool, profile_dir: str | None, log=print) -> dict:
-    if Job.objects.exists():
-        if not wipe:
-            raise NotFresh(f"database {connection.settings_dict['NAME']} holds jobs; pass --wipe to empty it first")
-        build.database_wipe()
+        url: str | None, port: int, workers: int, wipe: bool, profile_dir: str | None, reuse: bool = False, log=print) -> dict:
     logging.getLogger("scheduling").setLevel(logging.WARNING)  # a pass logs every admitted id
     now = time.time()
-    log(f"building {scale.pending} pending jobs on {scale.nodes} nodes ({connection.vendor}) ...")
-    built = build.scale_build(scale, now=now)
-    log(f"built {built.jobs} jobs in {built.seconds} s; measuring passes ...")
+    if reuse:
+        try:
+            built = build.scale_found(scale)
+        except LookupError as error:
+            raise NotFresh(str(error)) from error
+        log(f"measuring the {built.jobs} jobs built before ({connection.vendor}) ...")
+    else:
+        if Job.objects.exists():
+            if not wipe:
+                raise NotFresh(f"database {connection.settings_dict['NAME']} holds jobs; pass --wipe to empty it first "
+                               f"(or --reuse to measure what an earlier run built)")
+            build.database_wipe()
+        log(f"building {scale.pending} pending jobs on {scale.nodes} nodes ({connection.vendor}) ...")
+        built = build.scale_build(scale, now=now)
+        log(f"built {built.jobs} jobs in {built.seconds} s; measuring passes ...")
     passes = measure.passes_measure(submitter=built.admin, queue_names=built.queue_names, now=now, busy=busy_passes,
                                     idle=idle_passes, profile_dir=profile_dir)
     pages = pages_of(built)

@@ -1,8 +1,10 @@
 """The reconcile pass's change log (RowChange) and the database triggers that write it, on PostgreSQL and SQLite;
 explanations stored once per distinct answer (Explanation) instead of in every job row, start estimates in their
-own columns; indexes for the released gangs every pass reads and for today's admissions. Explanations stored in
+own columns; use per queue and minute beside the use per job (filled from it) and the idle jobs the usage collector
+finds; indexes for the released gangs every pass reads and for today's admissions. Explanations stored in
 jobs before are dropped: the next pass writes them again."""
 
+import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
@@ -60,6 +62,18 @@ def triggers_create(apps, schema_editor):
     for logged in LOGGED:
         for statement in build(*logged):
             schema_editor.execute(statement)
+
+
+def queue_rollups_fill(apps, schema_editor):
+    """The queues' rollups of the use already recorded per job, so the charts keep their history."""
+    UsageRollup, QueueUsageRollup = apps.get_model("scheduling", "UsageRollup"), apps.get_model("scheduling", "QueueUsageRollup")
+    sums = UsageRollup.objects.values("start", "bucket_s", "team_id", "queue_id", "flavor_id").annotate(
+        allocated=models.Sum("allocated_gpu_s"), used=models.Sum("used_gpu_s")).order_by()
+    QueueUsageRollup.objects.bulk_create(
+        (QueueUsageRollup(start=row["start"], bucket_s=row["bucket_s"], team_id=row["team_id"], queue_id=row["queue_id"],
+                          flavor_id=row["flavor_id"], allocated_gpu_s=row["allocated"], used_gpu_s=row["used"]) for row in sums.iterator()),
+        batch_size=2000,
+    )
 
 
 def triggers_drop(apps, schema_editor):
@@ -139,5 +153,30 @@ class Migration(migrations.Migration):
             model_name='rowchange',
             index=models.Index(fields=['pass_number'], name='rowchange_pass'),
         ),
+        migrations.CreateModel(
+            name='IdleJob',
+            fields=[
+                ('job', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='idle', serialize=False, to='scheduling.job')),
+                ('mean_util_percent', models.FloatField()),
+            ],
+        ),
+        migrations.CreateModel(
+            name='QueueUsageRollup',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('start', models.DateTimeField()),
+                ('bucket_s', models.PositiveIntegerField()),
+                ('allocated_gpu_s', models.FloatField()),
+                ('used_gpu_s', models.FloatField()),
+                ('flavor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='scheduling.flavor')),
+                ('queue', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='scheduling.queue')),
+                ('team', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='scheduling.team')),
+            ],
+            options={
+                'ordering': ['start'],
+                'indexes': [models.Index(fields=['start', 'bucket_s'], name='queue_rollup_start')],
+            },
+        ),
         migrations.RunPython(triggers_create, triggers_drop),
+        migrations.RunPython(queue_rollups_fill, migrations.RunPython.noop),
     ]

@@ -8,7 +8,7 @@ from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionV
 from scheduling.models.priority import PriorityClass
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
-from scheduling.models.usage import GpuUsageSample, UsageRollup, WorkloadRejection
+from scheduling.models.usage import GpuUsageSample, IdleJob, QueueUsageRollup, UsageRollup, WorkloadRejection
 
 __all__ = [
     "AuditAction",
@@ -17,6 +17,7 @@ __all__ = [
     "Explanation",
     "FleetSettings",
     "GpuUsageSample",
+    "IdleJob",
     "Flavor",
     "Job",
     "JobEvent",
@@ -31,6 +32,7 @@ __all__ = [
     "Queue",
     "QueueQuota",
     "QueueUsage",
+    "QueueUsageRollup",
     "ReconcileState",
     "Role",
     "RowChange",

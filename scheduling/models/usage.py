@@ -73,3 +73,35 @@ class UsageRollup(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} {self.used_gpu_s:.0f}/{self.allocated_gpu_s:.0f} GPU-s from {self.start:%H:%M}"
+
+
+class QueueUsageRollup(models.Model):
+    """GPU-seconds the jobs of one queue held and used in one bucket, per flavor: the fleet's use per team, queue and
+    flavor read from a few rows a minute rather than one per running job. Written beside the job rollups."""
+
+    start = models.DateTimeField()
+    bucket_s = models.PositiveIntegerField()
+    team = models.ForeignKey("scheduling.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    queue = models.ForeignKey("scheduling.Queue", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    flavor = models.ForeignKey("scheduling.Flavor", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    allocated_gpu_s = models.FloatField()
+    used_gpu_s = models.FloatField()
+
+    class Meta:
+        ordering = ["start"]
+        indexes = [models.Index(fields=["start", "bucket_s"], name="queue_rollup_start")]
+
+    def __str__(self) -> str:
+        return f"queue {self.queue_id} {self.used_gpu_s:.0f}/{self.allocated_gpu_s:.0f} GPU-s from {self.start:%H:%M}"
+
+
+class IdleJob(models.Model):
+    """A job that held GPUs for the whole grace period and used less than the threshold of them, as the last usage
+    collection found: the pages read these few rows instead of aggregating every running job's rollups."""
+
+    job = models.OneToOneField("scheduling.Job", on_delete=models.CASCADE, primary_key=True, related_name="idle")
+    mean_util_percent = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} idle at {self.mean_util_percent:.1f}%"
+

@@ -1,5 +1,6 @@
-"""Usage reads: allocation vs use per team over a window, use over time per team, queue, flavor or job, and the
-idle allocations (held for longer than the grace period, used below the threshold all that time)."""
+"""Usage reads: allocation vs use per team over a window, use over time per team, queue, flavor or job (from the
+queues' and jobs' rollups), and the idle allocations (held for longer than the grace period, used below the
+threshold all that time, as the last collection found)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db.models import Min, Sum
+from django.db.models import Sum
 
-from scheduling.models import Job, Team, UsageRollup
+from scheduling.models import IdleJob, QueueUsageRollup, Team, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.permissions import is_admin, team_ids_of
 from scheduling.services.common import to_datetime
@@ -93,42 +94,32 @@ class UsageSeries:
         }
 
 
-def _window(now: float | None, window_s: float):
+def _window(now: float | None, window_s: float, rollups=QueueUsageRollup):
     now = time.time() if now is None else now
-    return now, UsageRollup.objects.filter(start__gte=to_datetime(now - window_s), start__lte=to_datetime(now))
+    return now, rollups.objects.filter(start__gte=to_datetime(now - window_s), start__lte=to_datetime(now))
 
 
-def idle_allocations(*, user, now: float | None = None) -> list[IdleAllocation]:
-    """Jobs holding GPUs since before the grace period whose use over the whole grace period is below the threshold."""
-    grace_s, threshold = settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT
-    now, window = _window(now, grace_s)
-    held = {
-        row["id"]: row
-        for row in Job.objects.filter(state__in=HOLDING_STATES, admitted_at__lte=to_datetime(now - grace_s))
-        .values("id", "name", "gpus", "admitted_at", "queue__team_id", "queue__team__name", "queue__name")
-    }
-    per_job = (
-        window.filter(job_id__in=list(held)).values("job_id")
-        .annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s"), first=Min("start")).order_by()
-    )
+def idle_allocations(*, user) -> list[IdleAllocation]:
+    """Jobs holding GPUs since before the grace period whose use over the whole grace period is below the threshold,
+    as the last usage collection found them (IdleJob), of those still holding GPUs."""
     visible_teams = None if is_admin(user) else team_ids_of(user)
     idle = []
-    for row in per_job:
-        util = use_percent(row["used"], row["allocated"])
-        if util is None or util >= threshold:
-            continue
-        job = held[row["job_id"]]
-        is_visible = visible_teams is None or job["queue__team_id"] in visible_teams
+    for row in IdleJob.objects.filter(job__state__in=HOLDING_STATES).values(
+        "job_id", "mean_util_percent", "job__name", "job__gpus", "job__admitted_at", "job__queue__team_id",
+        "job__queue__team__name", "job__queue__name",
+    ):
+        is_visible = visible_teams is None or row["job__queue__team_id"] in visible_teams
         idle.append(IdleAllocation(
-            job_id=job["id"], job_name=job["name"] if is_visible else None, team=job["queue__team__name"],
-            queue=job["queue__name"], gpus=job["gpus"], mean_util_percent=util, idle_since_s=job["admitted_at"].timestamp(),
+            job_id=row["job_id"], job_name=row["job__name"] if is_visible else None, team=row["job__queue__team__name"],
+            queue=row["job__queue__name"], gpus=row["job__gpus"], mean_util_percent=row["mean_util_percent"],
+            idle_since_s=row["job__admitted_at"].timestamp(),
         ))
     idle.sort(key=lambda a: (-a.gpus, a.mean_util_percent, a.job_id))
     return idle
 
 
 def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) -> UsageReport:
-    """Four queries whatever the fleet's size: minutes with data, GPU-seconds per team, held jobs, their use in the grace period."""
+    """Four small queries whatever the fleet's size (the queues' rollups, the idle jobs, the teams)."""
     now, window = _window(now, window_s)
     collections = window.values("start").distinct().count()
     covered_s = min(window_s, collections * 60.0) or window_s  # means over the minutes with data: a fresh install has only a few
@@ -136,7 +127,7 @@ def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) 
         row["team_id"]: row
         for row in window.exclude(team=None).values("team_id").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
     }
-    idle = idle_allocations(user=user, now=now)
+    idle = idle_allocations(user=user)
     idle_gpus: dict[str, int] = {}
     for allocation in idle:
         idle_gpus[allocation.team] = idle_gpus.get(allocation.team, 0) + allocation.gpus
@@ -165,7 +156,7 @@ def usage_over_time(*, by: str, window: str, now: float | None = None) -> list[U
 
 def job_usage_over_time(*, job_id: int, window: str, now: float | None = None) -> UsageSeries:
     window_s, step_s = WINDOWS[window]
-    now, rows = _window(now, window_s)
+    now, rows = _window(now, window_s, rollups=UsageRollup)
     job_rows = [
         (row["start"].timestamp(), row["allocated"], row["used"])
         for row in rows.filter(job_id=job_id).values("start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
