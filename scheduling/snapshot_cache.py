@@ -71,6 +71,8 @@ class CachedSnapshot:
     """Anything the explanations depend on may differ from the previous pass of this process (rows, nodes, queues,
     plans, settings); False when the pass sees exactly what the previous one saw, but later."""
     pass_number: int
+    partial_queue_ids: list[int] = field(default_factory=list)
+    """Queues with more pending jobs than the snapshot holds of them (GANGWAY_PENDING_PER_QUEUE)."""
 
 
 class SnapshotCache:
@@ -155,7 +157,8 @@ class SnapshotCache:
             pending=tuple(chain.from_iterable(self.windows[queue_id].jobs for queue_id in queue_ids)),
         )
         snapshot, is_changed = self._keep_fixed_parts(snapshot, is_whole_read or bool(job_ids) or nodes_changed)
-        return CachedSnapshot(snapshot=snapshot, context=context, is_changed=is_changed, pass_number=number)
+        return CachedSnapshot(snapshot=snapshot, context=context, is_changed=is_changed, pass_number=number,
+                              partial_queue_ids=[queue_id for queue_id in queue_ids if not self.windows[queue_id].is_whole])
 
     def committed(self, pass_number: int) -> None:
         self.pass_number = pass_number

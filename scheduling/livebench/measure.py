@@ -20,7 +20,7 @@ from scheduling.services import job_submit
 from scheduling.services import reconcile as reconcile_module
 
 PHASES = ("_lock_pass", "_observe_workloads", "snapshot_build", "run_admission_cycle", "_persist",
-          "explanations_refresh", "_decay_usage", "_apply")
+          "explanations_refresh", "_queue_usage_update", "_apply")
 SUBMISSIONS_PER_BUSY_PASS = 50
 SUBMIT_BODY = {"name": "bench", "queue": "q00", "flavor": "H100-80GB", "pod_sets": [{"name": "worker", "count": 1, "gpus_per_pod": 1}]}
 

@@ -137,6 +137,11 @@ class Migration(migrations.Migration):
             field=models.CharField(blank=True, default='', help_text='Key of the stored explanation of a pending job (Explanation): shared by the jobs of one shape.', max_length=48),
         ),
         migrations.AddField(
+            model_name='queueusage',
+            name='pending_gpus',
+            field=models.JSONField(blank=True, default=dict, help_text='{flavor: GPUs} of the queue\'s pending jobs.'),
+        ),
+        migrations.AddField(
             model_name='reconcilestate',
             name='explanations_version',
             field=models.PositiveBigIntegerField(default=0, help_text='Bumped by every pass that writes explanations: a process that remembers an older version reads them again.'),
@@ -148,6 +153,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='job',
             index=models.Index(condition=models.Q(('admitted_at__isnull', False)), fields=['admitted_at'], name='job_admitted_at'),
+        ),
+        migrations.AddIndex(
+            model_name='jobevent',
+            index=models.Index(fields=['to_state', 'created_at'], name='jobevent_state_created'),
         ),
         migrations.AddIndex(
             model_name='rowchange',

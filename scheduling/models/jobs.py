@@ -140,6 +140,8 @@ class JobEvent(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        # The history page: admissions and preemptions of the last days.
+        indexes = [models.Index(fields=["to_state", "created_at"], name="jobevent_state_created")]
 
     def __str__(self) -> str:
         return f"job {self.job_id}: {self.from_state or '∅'} → {self.to_state} ({self.reason})"

@@ -8,7 +8,6 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Sum
 from django.utils import timezone
 
 from scheduling.models import Job
@@ -64,13 +63,10 @@ class CohortBorrowing:
 
 
 def queue_glance(*, user, now: dt.datetime | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
-    """Four queries: queues with quotas and use, pending GPUs, today's admissions."""
+    """Four queries: queues with quotas, use and pending GPUs, their GPUs in use, today's admissions."""
     now = now or timezone.now()
     queues = queue_list()
     own = team_ids_of(user)
-    pending = defaultdict(int)
-    for row in Job.objects.filter(state="pending").values("queue_id", "flavor__name").annotate(gpus=Sum("gpus")).order_by():
-        pending[(row["queue_id"], row["flavor__name"])] = row["gpus"] or 0
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     waits = defaultdict(list)
     for queue_id, submitted, admitted in Job.objects.filter(admitted_at__gte=midnight).values_list("queue_id", "submitted_at", "admitted_at"):
@@ -88,7 +84,7 @@ def queue_glance(*, user, now: dt.datetime | None = None) -> tuple[list[QueueGla
             glance.flavors.append(FlavorGlance(
                 flavor=quota.flavor.name, nominal=quota.nominal, within_nominal_gpus=within,
                 borrowed_gpus=max(0, in_use - quota.nominal), lent_out_gpus=0, free_gpus=unused,
-                pending_gpus=pending[(queue.pk, quota.flavor.name)],
+                pending_gpus=_pending_gpus(queue, quota.flavor.name),
             ))
             if glance.cohort:
                 key = (glance.cohort, quota.flavor.name)
@@ -111,6 +107,12 @@ def queue_glance(*, user, now: dt.datetime | None = None) -> tuple[list[QueueGla
         for cohort, flavor in sorted(borrowed) if any(borrowed[(cohort, flavor)].values())
     ]
     return glances, cohorts
+
+
+def _pending_gpus(queue, flavor: str) -> int:
+    """As the last reconcile pass counted them (QueueUsage): no sum over every pending job per page view."""
+    usage = getattr(queue, "usage", None)
+    return (usage.pending_gpus or {}).get(flavor, 0) if usage is not None else 0
 
 
 def _attribute_lending(lendable: dict, borrowed: dict) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import CharField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import CharField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
 
@@ -53,12 +53,14 @@ def job_page(jobs: QuerySet, *, older_than: int | None = None, newer_than: int |
         rows, has_newer = list(jobs[: size + 1]), False
         has_older = len(rows) > size
         rows = rows[:size]
+    # (submitted_at, id) before the anchor, written as a range on submitted_at the list's index walks from the
+    # anchor on, less the anchor's own second's later ids (an OR of the two would scan the index from its start).
     elif older_than is not None:
-        rows = list(jobs.filter(Q(submitted_at__lt=anchor) | Q(submitted_at=anchor, id__lt=anchor_id))[: size + 1])
+        rows = list(jobs.filter(submitted_at__lte=anchor).exclude(submitted_at=anchor, id__gte=anchor_id)[: size + 1])
         has_older, has_newer = len(rows) > size, True
         rows = rows[:size]
     else:
-        rows = list(jobs.filter(Q(submitted_at__gt=anchor) | Q(submitted_at=anchor, id__gt=anchor_id))
+        rows = list(jobs.filter(submitted_at__gte=anchor).exclude(submitted_at=anchor, id__lte=anchor_id)
                     .order_by("submitted_at", "id")[: size + 1])
         has_newer, has_older = len(rows) > size, True
         rows = rows[:size][::-1]

@@ -17,7 +17,7 @@ from scheduling.cluster.base import Cluster, GangRelease, WorkloadPhase, Workloa
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
 from scheduling.core.model import CycleResult, JobState, PodPlacement
-from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, QueueUsage, ReconcileState
+from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.common import to_datetime
@@ -82,8 +82,10 @@ def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileRes
             decisions = run_admission_cycle(snapshot)
         with phase("persist"):
             _persist(decisions=decisions, context=context, now=now, result=result)
-        _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
-                     half_life_s=snapshot.config.usage_half_life_s)
+        _queue_usage_update(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
+                            half_life_s=snapshot.config.usage_half_life_s,
+                            pending_gpus=_pending_gpus(snapshot, result, cached.partial_queue_ids)
+                            if cached.is_changed or result.admitted or result.preempted or result.evicted else None)
         state.last_pass_at = to_datetime(now)
         state.passes = F("passes") + 1
         state.lost_races = F("lost_races") + len(result.lost_races)
@@ -375,15 +377,42 @@ def _persist_plans(*, decisions: CycleResult, admitted_ids: set[int], result: Re
     ).update(status=PlanStatus.SUPERSEDED)
 
 
-def _decay_usage(*, context: SnapshotContext, now: float, last_pass_at: float | None, half_life_s: float) -> None:
+def _queue_usage_update(*, context: SnapshotContext, now: float, last_pass_at: float | None, half_life_s: float,
+                        pending_gpus: dict[str, dict[str, int]] | None) -> None:
+    """Decay each queue's usage by the time since the last pass; record its pending GPUs when they were counted again."""
     elapsed_s = 0.0 if last_pass_at is None else max(0.0, now - last_pass_at)
-    if elapsed_s <= 0:
+    if elapsed_s <= 0 and pending_gpus is None:
         return
     rows = list(QueueUsage.objects.select_related("queue"))
     for row in rows:
-        row.usage_gpu_s = decay_usage(row.usage_gpu_s, context.gpus_in_use_by_queue.get(row.queue.name, 0), elapsed_s, half_life_s)
-        row.updated_at = to_datetime(now)
-    QueueUsage.objects.bulk_update(rows, ["usage_gpu_s", "updated_at"])
+        if elapsed_s > 0:
+            row.usage_gpu_s = decay_usage(row.usage_gpu_s, context.gpus_in_use_by_queue.get(row.queue.name, 0), elapsed_s, half_life_s)
+            row.updated_at = to_datetime(now)
+        if pending_gpus is not None:
+            row.pending_gpus = pending_gpus.get(row.queue.name, {})
+    QueueUsage.objects.bulk_update(rows, ["usage_gpu_s", "updated_at", *(["pending_gpus"] if pending_gpus is not None else [])])
+
+
+def _pending_gpus(snapshot, result: ReconcileResult, partial_queue_ids: list[int]) -> dict[str, dict[str, int]]:
+    """Per queue and flavor, the GPUs its pending jobs ask for once this pass's decisions hold: counted from the
+    snapshot, and in the database for the queues with more pending jobs than the snapshot holds."""
+    admitted, requeued = set(result.admitted), {*result.preempted, *result.evicted}
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for job in snapshot.pending:
+        if job.id not in admitted:
+            totals[job.queue][job.flavor] += job.gpus
+    for job in snapshot.admitted:
+        if job.id in requeued:
+            totals[job.queue][job.flavor] += job.gpus
+    if partial_queue_ids:
+        counted = Job.objects.filter(state=JobState.PENDING.value, queue_id__in=partial_queue_ids)
+        for name in Queue.objects.filter(pk__in=partial_queue_ids).values_list("name", flat=True):
+            totals[name] = defaultdict(int)
+        for queue, flavor, gpus in counted.values("queue__name", "flavor__name").annotate(gpus=Sum("gpus")).values_list(
+            "queue__name", "flavor__name", "gpus"
+        ):
+            totals[queue][flavor] = gpus
+    return {queue: dict(by_flavor) for queue, by_flavor in totals.items()}
 
 
 # 4 -- apply after commit ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The pass's cache: after any writes, the snapshot it assembles from remembered rows and logged changes equals one
-read from scratch; a pass with nothing new reads no job row and explains nothing."""
+read from scratch; a pass with nothing new reads no job row and explains nothing; the pending GPUs it records per
+queue are those of the pending jobs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.core.model import JobState
-from scheduling.models import Explanation, Job, Node, PodSet, ReconcileState
+from scheduling.models import Explanation, Job, Node, PodSet, QueueUsage, ReconcileState
 from scheduling.services import admission_cycle_run, job_cancel, job_submit, node_cordon
 from scheduling.snapshot_cache import PASS_CACHE, SnapshotCache
 from scheduling.snapshots import snapshot_build
@@ -123,6 +124,18 @@ def test_a_pass_that_fails_leaves_the_next_one_to_read_everything(org, monkeypat
     assert PASS_CACHE.pass_number is None
 
 
+def pending_gpus_counted() -> dict:
+    totals: dict = {}
+    for queue, flavor, gpus in Job.objects.filter(state="pending").values_list("queue__name", "flavor__name", "gpus"):
+        totals.setdefault(queue, {}).setdefault(flavor, 0)
+        totals[queue][flavor] += gpus
+    return totals
+
+
+def pending_gpus_stored() -> dict:
+    return {queue: gpus for queue, gpus in QueueUsage.objects.values_list("queue__name", "pending_gpus") if gpus}
+
+
 operations = st.lists(st.tuples(st.sampled_from(["submit", "cancel", "priority", "pass", "cordon"]),
                                 st.integers(min_value=0, max_value=20)), min_size=1, max_size=12)
 
@@ -145,6 +158,7 @@ def test_any_sequence_of_writes_and_passes_keeps_the_cache_equal_to_a_read_from_
             Job.objects.filter(state="pending", pk__gte=n).update(priority=F("priority") + 1)
         elif operation == "pass":
             admission_cycle_run(now=now)
+            assert pending_gpus_counted() == pending_gpus_stored()
         else:
             names = list(Node.objects.order_by("name").values_list("name", flat=True))
             node_cordon(actor=org["admin"], node_name=names[n % len(names)], is_cordoned=bool(n % 2))
