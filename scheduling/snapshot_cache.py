@@ -166,8 +166,11 @@ class SnapshotCache:
     def _keep_fixed_parts(self, snapshot: Snapshot, rows_changed: bool) -> tuple[Snapshot, bool]:
         """The previous snapshot's queue mapping when equal (the same object lets the core keep its fleet state and
         quota ledger between cycles), and whether anything but the time and usage history differs."""
+        # A plan awaiting approval counts by what it proposes: its fingerprint of the state it was made on is the
+        # core's own bookkeeping, and the persist step stores it again when the core plans again.
+        awaiting = {job_id: (planned.plan, planned.needs_approval) for job_id, planned in snapshot.awaiting_plans.items()}
         fixed = (snapshot.topology, snapshot.nodes, snapshot.queues, snapshot.approved_preemptions,
-                 snapshot.priority_class_caps, snapshot.awaiting_plans, snapshot.config)
+                 snapshot.priority_class_caps, awaiting, snapshot.config)
         if self.last is not None and fixed[2] == self.last[2]:
             fixed = (*fixed[:2], self.last[2], *fixed[3:])
             snapshot = Snapshot(now=snapshot.now, topology=snapshot.topology, nodes=snapshot.nodes, queues=self.last[2],

@@ -6,7 +6,6 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from contextlib import contextmanager
 
 import requests
 from django.conf import settings
@@ -19,8 +18,6 @@ from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services import job_submit
 from scheduling.services import reconcile as reconcile_module
 
-PHASES = ("_lock_pass", "_observe_workloads", "snapshot_build", "run_admission_cycle", "_persist",
-          "explanations_refresh", "_queue_usage_update", "_apply")
 SUBMISSIONS_PER_BUSY_PASS = 50
 SUBMIT_BODY = {"name": "bench", "queue": "q00", "flavor": "H100-80GB", "pod_sets": [{"name": "worker", "count": 1, "gpus_per_pod": 1}]}
 
@@ -35,43 +32,17 @@ def summary_ms(seconds: list[float]) -> dict:
 
 
 # --- the pass --------------------------------------------------------------------------------------
-@contextmanager
-def phase_timer():
-    """Wrap the pass's steps (whichever of PHASES the reconcile module has) to time each one."""
-    timings: dict[str, float] = {}
-    originals = {}
-    for name in PHASES:
-        original = getattr(reconcile_module, name, None)
-        if original is None:
-            continue
-        originals[name] = original
-
-        def timed(*args, _original=original, _name=name, **kwargs):
-            started = time.perf_counter()
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                timings[_name] = timings.get(_name, 0.0) + time.perf_counter() - started
-
-        setattr(reconcile_module, name, timed)
-    try:
-        yield timings
-    finally:
-        for name, original in originals.items():
-            setattr(reconcile_module, name, original)
-
-
 def pass_run(now: float, profile_to: str | None = None) -> dict:
-    with phase_timer() as timings:
-        profiler = _profiler(profile_to)
-        started = time.perf_counter()
-        result = reconcile_module.admission_cycle_run(now=now)
-        total = time.perf_counter() - started
-        if profiler is not None:
-            profiler.stop()
-            with open(profile_to, "w") as out:
-                out.write(profiler.output_html())
-    return {"total_s": total, "phases_s": {k: round(v, 3) for k, v in timings.items()},
+    """One pass, timed whole and by the phases it records itself."""
+    profiler = _profiler(profile_to)
+    started = time.perf_counter()
+    result = reconcile_module.admission_cycle_run(now=now)
+    total = time.perf_counter() - started
+    if profiler is not None:
+        profiler.stop()
+        with open(profile_to, "w") as out:
+            out.write(profiler.output_html())
+    return {"total_s": total, "phases_s": {k: round(v, 3) for k, v in result.phases_s.items()},
             "admitted": len(result.admitted), "finished": len(result.finished)}
 
 
@@ -137,7 +108,7 @@ def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, 
         floors.append(floor_run())
         profile = f"{profile_dir}/pass-idle.html" if profile_dir and k == idle - 1 else None
         idle_runs.append(pass_run(now, profile))
-    core = [r["phases_s"].get("run_admission_cycle", 0.0) for r in busy_runs]
+    core = [r["phases_s"].get("cycle", 0.0) for r in busy_runs]
     return {
         "median_s": round(statistics.median(r["total_s"] for r in busy_runs), 3),
         "floor_s": round(statistics.median(floors), 3),

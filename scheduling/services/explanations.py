@@ -6,7 +6,8 @@ import hashlib
 import json
 import re
 import time
-from collections import defaultdict
+import operator
+from collections import Counter, defaultdict
 from dataclasses import replace
 from typing import Iterable
 
@@ -82,21 +83,24 @@ def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: flo
 def explanation_keys(pending: Iterable[CoreJob], by_job: dict[int, object]) -> dict[int, str]:
     """Job id → the key of its explanation row: its shape's ("s:" + a hash of queue, flavor, pod sets, topology,
     tolerations and priority) when it got the answer most jobs of its shape got, its own ("j:" + id) otherwise
-    (its queue's head, a job in backoff, one with a note of its own)."""
-    shapes: list[tuple[int, tuple]] = []
-    counts: dict[tuple, int] = defaultdict(int)
-    for job in pending:
-        explanation = by_job.get(job.id)
-        if explanation is not None:
-            shape = (job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations, job.priority)
-            shapes.append((job.id, shape))
-            counts[(shape, id(explanation))] += 1
+    (its queue's head, a job in backoff, one with a note of its own). Over 100,000 jobs, hence the C-level maps."""
+    jobs = [job for job in pending if job.id in by_job]
+    ids = [job.id for job in jobs]
+    shapes = list(map(_shape, jobs))
+    answers = list(map(id, map(by_job.__getitem__, ids)))
     common: dict[tuple, tuple[int, int]] = {}
-    for (shape, explanation_id), count in counts.items():
+    for (shape, answer), count in Counter(zip(shapes, answers)).items():
         if count > common.get(shape, (0, 0))[1]:
-            common[shape] = (explanation_id, count)
-    shape_keys = {shape: "s:" + hashlib.sha1(repr(shape).encode()).hexdigest()[:24] for shape in common}
-    return {job_id: shape_keys[shape] if id(by_job[job_id]) == common[shape][0] else f"j:{job_id}" for job_id, shape in shapes}
+            common[shape] = (answer, count)
+    shape_keys = {shape: ("s:" + hashlib.sha1(repr(shape).encode()).hexdigest()[:24], answer) for shape, (answer, _) in common.items()}
+    keys = {}
+    for job_id, shape, answer in zip(ids, shapes, answers):
+        key, shared = shape_keys[shape]
+        keys[job_id] = key if answer == shared else f"j:{job_id}"
+    return keys
+
+
+_shape = operator.attrgetter("queue", "flavor", "pod_sets", "topology", "tolerations", "priority")
 
 
 def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:

@@ -124,7 +124,7 @@ def _explanations_due(*, cache: SnapshotCache, cached, decisions: CycleResult, r
     snapshot holds, or the cycle's decisions. What changes with time alone (how long a victim has run, when a
     running job should end) is brought up to date every GANGWAY_EXPLAIN_REFRESH_S."""
     return (
-        cached.is_changed or bool(decisions.admissions or decisions.evictions or decisions.preemptions or result.lost_races)
+        cached.is_changed or bool(result.admitted or result.evicted or result.proposed_plans or result.lost_races)
         or cache.explained_at is None or now - cache.explained_at >= settings.GANGWAY_EXPLAIN_REFRESH_S
     )
 
