@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from scheduling.models import FleetSettings, Node
+from scheduling.models import FleetSettings, Node, Placement
 from scheduling.models.jobs import HOLDING_STATES
 
 
@@ -74,20 +74,48 @@ class FleetSummary:
     """Per node, one row per rack: free GPUs (-1 = not ready or cordoned), for the fragmentation heatmap."""
 
 
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """What the fleet summary needs of a node: plain values, not a model instance (1,250 of them per page)."""
+
+    name: str
+    flavor: str
+    capacity_gpus: int
+    allocatable_gpus: int
+    labels: dict
+    is_ready: bool
+    is_unschedulable: bool
+    external_gpus: int
+    allocated_gpus: int
+
+
+def node_states() -> list[NodeState]:
+    """Every node by name with the GPUs placed on it: two flat queries (a sum per node of the placements of jobs
+    holding GPUs, and the nodes' columns), no join of nodes with every placement."""
+    allocated = dict(
+        Placement.objects.filter(job__state__in=HOLDING_STATES).values("node_id").annotate(gpus=Sum("gpus")).order_by()
+        .values_list("node_id", "gpus")
+    )
+    rows = Node.objects.order_by("name").values_list(
+        "pk", "name", "flavor__name", "capacity_gpus", "allocatable_gpus", "labels", "is_ready", "is_unschedulable", "external_gpus")
+    return [NodeState(name, flavor, capacity, allocatable, labels or {}, is_ready, is_unschedulable, external, allocated.get(pk, 0))
+            for pk, name, flavor, capacity, allocatable, labels, is_ready, is_unschedulable, external in rows]
+
+
 def fleet_summary() -> FleetSummary:
-    """One query for the nodes (allocated summed by the database), then totals per flavor and per rack."""
+    """Two queries for the nodes and the GPUs placed on them, then totals per flavor and per rack."""
     levels = list(FleetSettings.load().topology_levels)
     totals, by_flavor, racks, cells = Totals(), {}, {}, {}
-    for node in node_list():
+    for node in node_states():
         totals.add(node)
-        by_flavor.setdefault(node.flavor.name, Totals()).add(node)
-        labels = node.labels or {}
+        by_flavor.setdefault(node.flavor, Totals()).add(node)
+        labels = node.labels
         rack_name = labels.get(levels[-1], "") if levels else ""
-        key = (tuple(labels.get(level, "") for level in levels), node.flavor.name)
+        key = (tuple(labels.get(level, "") for level in levels), node.flavor)
         rack = racks.get(key)
         if rack is None:
             rack = racks[key] = RackTotals(
-                name=rack_name or "(fleet)", labels={level: labels.get(level, "") for level in levels}, flavor=node.flavor.name
+                name=rack_name or "(fleet)", labels={level: labels.get(level, "") for level in levels}, flavor=node.flavor
             )
         rack.add(node)
         cells.setdefault(key, []).append(_heatmap_cell(node))

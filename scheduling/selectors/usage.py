@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db.models import Sum
 
-from scheduling.models import IdleJob, QueueUsageRollup, Team, UsageRollup
+from scheduling.models import Flavor, IdleJob, Queue, QueueUsageRollup, Team, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.permissions import is_admin, team_ids_of
 from scheduling.services.common import to_datetime
@@ -19,7 +19,8 @@ from scheduling.usage.rollup import UsePoint, use_percent, use_series
 WINDOW_S = 3600.0
 WINDOWS = {"1h": (3600, 60), "24h": (24 * 3600, 15 * 60), "7d": (7 * 24 * 3600, 3600)}
 """Chart windows: (length, bin width) in seconds."""
-GROUPINGS = {"team": "team__name", "queue": "queue__name", "flavor": "flavor__name"}
+GROUPINGS = {"team": ("team_id", Team), "queue": ("queue_id", Queue), "flavor": ("flavor_id", Flavor)}
+"""Use over time per: the rollups' column, and the model whose names label the series."""
 
 
 @dataclass
@@ -145,10 +146,13 @@ def usage_over_time(*, by: str, window: str, now: float | None = None) -> list[U
     totals are not secret: every reader sees every team's use, as on the fleet page."""
     window_s, step_s = WINDOWS[window]
     now, rows = _window(now, window_s)
-    key = GROUPINGS[by]
+    key, model = GROUPINGS[by]
+    names = dict(model.objects.values_list("pk", "name"))
     grouped: dict[str, list[tuple[float, float, float]]] = {}
-    for row in rows.exclude(**{key: None}).values(key, "start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by():
-        grouped.setdefault(row[key], []).append((row["start"].timestamp(), row["allocated"], row["used"]))
+    for group, start, allocated, used in (rows.exclude(**{key: None}).values(key, "start")
+                                          .annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
+                                          .values_list(key, "start", "allocated", "used")):
+        grouped.setdefault(names.get(group, f"#{group}"), []).append((start.timestamp(), allocated, used))
     series = [_series(name, group_rows, now=now, window_s=window_s, step_s=step_s) for name, group_rows in grouped.items()]
     series.sort(key=lambda s: (-s.allocated_gpu_s, s.name))
     return series
