@@ -125,7 +125,7 @@ class JobsView(KnownQueryParameters, ListAPIView):
             is_preemptible=data["preemptible"],
             pod_template=data["pod_template"],
         )
-        return Response(s.JobDetailOut(selectors.job_get(user=request.user, job_id=job.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(s.JobDetailOut(selectors.job_submitted(user=request.user, job=job)).data, status=status.HTTP_201_CREATED)
 
 
 class JobDetailView(APIView):

@@ -2,7 +2,7 @@
 
 from scheduling.selectors.audit import audit_actors, audit_for_job, audit_page, audit_teams
 from scheduling.selectors.fleet import fleet_summary, node_list
-from scheduling.selectors.jobs import job_get, job_list, job_page
+from scheduling.selectors.jobs import job_get, job_list, job_page, job_submitted
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list
 from scheduling.selectors.preemption import preemption_list
 from scheduling.selectors.priority_classes import priority_class_get, priority_class_list, priority_classes_usable_by
@@ -17,6 +17,7 @@ __all__ = [
     "job_get",
     "job_list",
     "job_page",
+    "job_submitted",
     "node_list",
     "preemption_list",
     "priority_class_get",

@@ -71,6 +71,15 @@ def job_page(jobs: QuerySet, *, older_than: int | None = None, newer_than: int |
     }
 
 
+def job_submitted(*, user, job: Job) -> Job:
+    """The job `user` has just submitted (job_submit returns it with its pod sets and event), ready for its detail
+    without reading it back: the submitter's own, so visible in full; nothing explained yet."""
+    job.is_visible_in_full = True
+    job.why = None
+    restrict_event_actors(user, job)
+    return job
+
+
 def job_get(*, user, job_id: int) -> Job:
     """One visible job with pod sets, placement (node names) and events (actors hidden on other teams' jobs);
     raises Job.DoesNotExist."""
