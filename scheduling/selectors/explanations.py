@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
 
 from scheduling.core.explain import iso
 from scheduling.core.model import JobState
@@ -28,8 +28,7 @@ def job_explanation_get(*, job: Job) -> dict | None:
         | Q(priority=job.priority, submitted_at__lt=job.submitted_at)
         | Q(priority=job.priority, submitted_at=job.submitted_at, id__lt=job.id)
     )
-    totals = ahead.aggregate(gpus=Sum("gpus"))
+    totals = ahead.aggregate(jobs=Count("id"), gpus=Sum("gpus"))  # one range of the job_pending_order index
     first = list(ahead.order_by("-priority", "submitted_at", "id").values("id", "gpus", "priority")[:AHEAD_SHOWN])
-    count = ahead.count() if len(first) == AHEAD_SHOWN else len(first)
-    explanation["position"] = {"in_queue": count + 1, "ahead": first, "gpus_ahead": totals["gpus"] or 0}
+    explanation["position"] = {"in_queue": totals["jobs"] + 1, "ahead": first, "gpus_ahead": totals["gpus"] or 0}
     return explanation
