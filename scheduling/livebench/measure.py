@@ -17,8 +17,10 @@ from scheduling.models import Job, Node, Placement, PodSet, Queue, QueueQuota
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services import job_submit
 from scheduling.services import reconcile as reconcile_module
+from scheduling.snapshot_cache import PASS_CACHE
 
 SUBMISSIONS_PER_BUSY_PASS = 50
+SETTLE_PASSES = 10
 SUBMIT_BODY = {"name": "bench", "queue": "q00", "flavor": "H100-80GB", "pod_sets": [{"name": "worker", "count": 1, "gpus_per_pod": 1}]}
 
 
@@ -90,8 +92,10 @@ def floor_run() -> float:
 
 
 def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, idle: int, profile_dir: str | None) -> dict:
-    """The first pass (nothing explained yet), then `busy` passes each a minute later with new submissions,
-    then `idle` passes a second apart with nothing new; a floor measurement before each."""
+    """The first pass (nothing explained yet), then `busy` passes each a minute later with new submissions; then
+    passes a second apart until one finds nothing to do (at most SETTLE_PASSES: the busy passes' admissions start
+    running and plans are proposed), then `idle` more passes a second apart; a floor measurement before each; last,
+    one pass of a process that remembers nothing (a restarted worker)."""
     floors, busy_runs, idle_runs = [], [], []
     floors.append(floor_run())
     first = pass_run(now)
@@ -103,11 +107,21 @@ def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, 
         floors.append(floor_run())
         profile = f"{profile_dir}/pass-busy.html" if profile_dir and k == busy - 1 else None
         busy_runs.append(pass_run(now, profile))
+    settle = 0
+    while settle < SETTLE_PASSES:
+        now += 1
+        settle += 1
+        run = pass_run(now)
+        if "explain" not in run["phases_s"] and not run["admitted"] and not run["finished"]:
+            break
     for k in range(idle):
         now += 1
         floors.append(floor_run())
         profile = f"{profile_dir}/pass-idle.html" if profile_dir and k == idle - 1 else None
         idle_runs.append(pass_run(now, profile))
+    PASS_CACHE.clear()
+    now += 1
+    cold = pass_run(now)
     core = [r["phases_s"].get("cycle", 0.0) for r in busy_runs]
     return {
         "median_s": round(statistics.median(r["total_s"] for r in busy_runs), 3),
@@ -115,9 +129,12 @@ def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, 
         "core_s": round(statistics.median(core), 3),
         "idle_s": round(statistics.median(r["total_s"] for r in idle_runs), 3),
         "first_s": round(first["total_s"], 3),
+        "cold_s": round(cold["total_s"], 3),
+        "settle_passes": settle,
         "first_phases_s": first["phases_s"],
         "busy_phases_s": busy_runs[len(busy_runs) // 2]["phases_s"],
         "idle_phases_s": idle_runs[len(idle_runs) // 2]["phases_s"],
+        "cold_phases_s": cold["phases_s"],
         "admitted": sum(r["admitted"] for r in busy_runs),
     }
 
