@@ -194,7 +194,7 @@ def queue_list(request):
         queue.quota_rows = [
             {"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0)} for quota in queue.quotas.all()
         ]
-    glances, borrowing = queue_glance(user=request.user)
+    glances, borrowing = queue_glance(user=request.user, queues=queues)
     return render(request, "web/queue_list.html", {
         "queues": queues, "allotments": selectors.allotment_rows(), "is_admin": is_admin(request.user),
         "glances": glances, "borrowing": borrowing,

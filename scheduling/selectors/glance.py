@@ -8,6 +8,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.db.models import DurationField, ExpressionWrapper, F
 from django.utils import timezone
 
 from scheduling.models import Job
@@ -62,15 +63,17 @@ class CohortBorrowing:
     """(queue, GPUs lent out), most first."""
 
 
-def queue_glance(*, user, now: dt.datetime | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
-    """Four queries: queues with quotas, use and pending GPUs, their GPUs in use, today's admissions."""
+def queue_glance(*, user, now: dt.datetime | None = None, queues: list | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
+    """Today's admissions, and `queues` (from selectors.queue_list; read here when not given) with their quotas, use
+    and pending GPUs."""
     now = now or timezone.now()
-    queues = queue_list()
+    queues = queue_list() if queues is None else queues
     own = team_ids_of(user)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     waits = defaultdict(list)
-    for queue_id, submitted, admitted in Job.objects.filter(admitted_at__gte=midnight).values_list("queue_id", "submitted_at", "admitted_at"):
-        waits[queue_id].append(max(0.0, (admitted - submitted).total_seconds()))
+    wait = ExpressionWrapper(F("admitted_at") - F("submitted_at"), output_field=DurationField())  # one interval a row
+    for queue_id, waited in Job.objects.filter(admitted_at__gte=midnight).annotate(wait=wait).values_list("queue_id", "wait"):
+        waits[queue_id].append(max(0.0, waited.total_seconds()))
 
     glances, lendable, borrowed = [], defaultdict(dict), defaultdict(dict)
     for queue in queues:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.db.models import CharField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
@@ -72,12 +74,16 @@ def job_page(jobs: QuerySet, *, older_than: int | None = None, newer_than: int |
 
 
 def job_submitted(*, user, job: Job) -> Job:
-    """The job `user` has just submitted (job_submit returns it with its pod sets and event), ready for its detail
-    without reading it back: the submitter's own, so visible in full; nothing explained yet."""
-    job.is_visible_in_full = True
-    job.why = None
-    restrict_event_actors(user, job)
-    return job
+    """The job `user` has just submitted, ready for its detail from the rows job_submit wrote (`job.written`), not read
+    back: a copy whose pod sets, placements (none yet) and events are those rows, as a prefetch would have set them.
+    The submitter's own job: visible in full; nothing explained yet."""
+    pod_sets, event = job.written
+    shown = copy.copy(job)
+    shown._prefetched_objects_cache = {"pod_sets": list(pod_sets), "placements": [], "events": [event]}
+    shown.is_visible_in_full = True
+    shown.why = None
+    restrict_event_actors(user, shown)
+    return shown
 
 
 def job_get(*, user, job_id: int) -> Job:

@@ -140,7 +140,8 @@ def job_submit(
     pod_template: dict | None = None,
     now: float | None = None,
 ) -> Job:
-    """Validate and store a pending gang, returned with its pod sets and first event; a reconcile pass runs after commit. With a pod template the gang
+    """Validate and store a pending gang, returned with the pod set rows and event written (`written`); a reconcile
+    pass runs after commit. With a pod template the gang
     is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job.
     The job runs at `priority_class` (None: the default class) and gets its value; only admins give a raw
     `priority`, which then overrides the class's value."""
@@ -206,8 +207,7 @@ def job_submit(
     pod_set_rows = PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
     event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
     event.save()
-    # What a prefetch of its detail would read, in hand: the caller shows the new job without reading it back.
-    job._prefetched_objects_cache = {"pod_sets": pod_set_rows, "placements": [], "events": [event]}
+    job.written = (pod_set_rows, event)  # what a caller shows of the new job without reading it back (job_submitted)
     if pod_template is not None:
         job.pod_template = pod_template
         job.tolerations = _pod_template_tolerations(pod_template)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduling.services import admission_cycle_run, job_submit
-from tests.conftest import H100
+from tests.conftest import H100, job_body
 
 
 def many_jobs(org, n: int) -> None:
@@ -57,3 +57,11 @@ def test_the_reconcile_pass_reads_a_bounded_number_of_queries(org, django_assert
         admission_cycle_run()
     reads = [q for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
     assert len(reads) < 40, len(reads)
+
+
+def test_a_submission_answers_with_its_detail_from_what_it_wrote_without_reading_it_back(client_as, org, django_assert_max_num_queries):
+    client = client_as("vision-researcher")
+    with django_assert_max_num_queries(11):  # queue, flavor, class and fleet checks, three inserts, the transaction
+        created = client.post("/api/v1/jobs/", job_body(), format="json")
+    assert created.status_code == 201
+    assert created.json() == client.get(f"/api/v1/jobs/{created.json()['id']}/").json()
