@@ -73,6 +73,8 @@ class CachedSnapshot:
     pass_number: int
     partial_queue_ids: list[int] = field(default_factory=list)
     """Queues with more pending jobs than the snapshot holds of them (GANGWAY_PENDING_PER_QUEUE)."""
+    is_fleet_changed: bool = True
+    """The nodes or the jobs holding GPUs (their placements) may differ from the previous pass's."""
 
 
 class SnapshotCache:
@@ -130,7 +132,7 @@ class SnapshotCache:
         if is_whole_read:
             self._read_everything(queue_ids, cap)
             self.names, self.per_queue_cap = names, cap
-            job_ids, nodes_changed = set(), True
+            job_ids, nodes_changed, holding_changed = set(), True, True
         else:
             changes = RowChange.objects.filter(pass_number__gt=previous, pass_number__lte=number).values_list("kind", "row_id")
             job_ids = set()
@@ -140,7 +142,7 @@ class SnapshotCache:
                     job_ids.add(row_id)
                 else:
                     nodes_changed = True
-            self._read_jobs(job_ids, queue_ids, cap)
+            holding_changed = self._read_jobs(job_ids, queue_ids, cap)
         if is_whole_read or explanations_version != self.explanations_version:
             # Another process wrote explanations since this one last did: what it remembers may be out of date.
             if not is_whole_read:
@@ -158,7 +160,8 @@ class SnapshotCache:
         )
         snapshot, is_changed = self._keep_fixed_parts(snapshot, is_whole_read or bool(job_ids) or nodes_changed)
         return CachedSnapshot(snapshot=snapshot, context=context, is_changed=is_changed, pass_number=number,
-                              partial_queue_ids=[queue_id for queue_id in queue_ids if not self.windows[queue_id].is_whole])
+                              partial_queue_ids=[queue_id for queue_id in queue_ids if not self.windows[queue_id].is_whole],
+                              is_fleet_changed=nodes_changed or holding_changed)
 
     def committed(self, pass_number: int) -> None:
         self.pass_number = pass_number
@@ -204,8 +207,9 @@ class SnapshotCache:
         for job, key in zip(jobs, window.keys):
             self.queued[job.id] = (queue_id, key)
 
-    def _read_jobs(self, job_ids: set[int], queue_ids: list[int], cap: int) -> None:
-        """Forget the changed jobs, then remember them as they are now (if they are still pending or holding GPUs)."""
+    def _read_jobs(self, job_ids: set[int], queue_ids: list[int], cap: int) -> bool:
+        """Forget the changed jobs, then remember them as they are now (if they are still pending or holding GPUs);
+        whether any of them held GPUs before or holds them now."""
         for queue_id in self.windows.keys() - set(queue_ids):
             for job in list(self.windows[queue_id].jobs):
                 self._forget(job.id)
@@ -217,6 +221,7 @@ class SnapshotCache:
         for start in range(0, len(ordered), ID_CHUNK):
             rows.extend(JobRow.objects.filter(pk__in=ordered[start : start + ID_CHUNK], state__in=[PENDING, *HOLDING_STATES])
                         .values(*JOB_FIELDS))
+        holding_changed = any(job_id in self.admitted for job_id in ordered)
         shrunk = set()
         for job_id in ordered:
             queue_id = self._forget(job_id)
@@ -225,6 +230,7 @@ class SnapshotCache:
         for row, job in zip(rows, jobs_from_rows(rows, self.context)):
             if job.state is not JobState.PENDING:
                 self.admitted[job.id] = job
+                holding_changed = True
             elif self._insert(job, row["queue_id"], cap):
                 self.stored.keys[job.id] = row["explanation_key"]
             else:
@@ -237,6 +243,7 @@ class SnapshotCache:
             window_rows = pending_window_rows(queue_id, cap)
             self._window_set(queue_id, jobs_from_rows(window_rows, self.context), is_whole=len(window_rows) < cap)
             self.stored.keys.update((row["id"], row["explanation_key"]) for row in window_rows)
+        return holding_changed
 
     def _insert(self, job: Job, queue_id: int, cap: int) -> bool:
         """Put a pending job in its queue's window; False if it falls behind the window's first `cap` jobs."""

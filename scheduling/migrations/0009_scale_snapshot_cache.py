@@ -143,6 +143,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='reconcilestate',
+            name='fleet_summary',
+            field=models.JSONField(blank=True, default=dict, help_text='Totals per flavor and rack and the free-GPU heatmap, as the last pass that saw them change left them.'),
+        ),
+        migrations.AddField(
+            model_name='reconcilestate',
             name='explanations_version',
             field=models.PositiveBigIntegerField(default=0, help_text='Bumped by every pass that writes explanations: a process that remembers an older version reads them again.'),
         ),

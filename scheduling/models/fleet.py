@@ -54,6 +54,8 @@ class ReconcileState(models.Model):
     lost_races = models.PositiveBigIntegerField(default=0, help_text="Decisions not written because the job changed during the pass.")
     cluster_errors = models.PositiveBigIntegerField(default=0, help_text="Releases and suspensions the cluster refused (retried).")
     last_pass_phases_s = models.JSONField(default=dict, blank=True, help_text="Seconds of each step of the last pass.")
+    fleet_summary = models.JSONField(
+        default=dict, blank=True, help_text="Totals per flavor and rack and the free-GPU heatmap, as the last pass that saw them change left them.")
     explanations_version = models.PositiveBigIntegerField(
         default=0, help_text="Bumped by every pass that writes explanations: a process that remembers an older version reads them again.")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import asdict, dataclass, field
 
 from django.db.models import IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from scheduling.models import FleetSettings, Node, Placement
+from scheduling.models import FleetSettings, Node, Placement, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 
 
@@ -29,6 +30,10 @@ def node_free_gpus(node) -> int:
     if not node.is_ready or node.is_unschedulable:
         return 0
     return max(0, node.allocatable_gpus - node.allocated_gpus - node.external_gpus)
+
+
+STORED_SUMMARY_FRESH_S = 60.0
+"""A recorded summary is used while passes run this often at least (each records a change when it sees one)."""
 
 
 @dataclass
@@ -73,6 +78,15 @@ class FleetSummary:
     heatmap: dict = field(default_factory=dict)
     """Per node, one row per rack: free GPUs (-1 = not ready or cordoned), for the fragmentation heatmap."""
 
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FleetSummary:
+        return cls(topology=data["topology"], totals=Totals(**data["totals"]),
+                   by_flavor={name: Totals(**totals) for name, totals in data["by_flavor"].items()},
+                   racks=[RackTotals(**rack) for rack in data["racks"]], heatmap=data["heatmap"])
+
 
 @dataclass(frozen=True, slots=True)
 class NodeState:
@@ -103,6 +117,15 @@ def node_states() -> list[NodeState]:
 
 
 def fleet_summary() -> FleetSummary:
+    """As the last reconcile pass recorded it after a change of the nodes or of what holds GPUs (one row), while
+    passes run; computed now otherwise (no pass in the last STORED_SUMMARY_FRESH_S, or none recorded yet)."""
+    state = ReconcileState.objects.filter(pk=1).values_list("fleet_summary", "last_pass_at").first()
+    if state is not None and state[0] and state[1] is not None and time.time() - state[1].timestamp() < STORED_SUMMARY_FRESH_S:
+        return FleetSummary.from_dict(state[0])
+    return fleet_summary_compute()
+
+
+def fleet_summary_compute() -> FleetSummary:
     """Two queries for the nodes and the GPUs placed on them, then totals per flavor and per rack."""
     levels = list(FleetSettings.load().topology_levels)
     totals, by_flavor, racks, cells = Totals(), {}, {}, {}

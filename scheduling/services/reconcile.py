@@ -22,6 +22,7 @@ from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.common import to_datetime
 from scheduling.services.explanations import explanations_refresh
+from scheduling.services.fleet import fleet_summary_record
 from scheduling.services.jobs import job_event
 from scheduling.snapshot_cache import PASS_CACHE, SnapshotCache
 from scheduling.snapshots import SnapshotContext
@@ -96,6 +97,9 @@ def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileRes
         _apply(cluster=cluster, now=now, result=result)
     # After commit, outside the row lock: submissions and quota edits need not wait for explanations. A row
     # that left pending meanwhile is skipped; one whose state changed is explained again by the next pass.
+    if cached.is_fleet_changed or result.admitted or result.finished or result.preempted or result.evicted:
+        with phase("fleet"):
+            fleet_summary_record()
     written = 0
     if _explanations_due(cache=cache, cached=cached, decisions=decisions, result=result, now=now):
         with phase("explain"):
