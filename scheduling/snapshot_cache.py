@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 
 from django.conf import settings
@@ -176,11 +176,7 @@ class SnapshotCache:
                  snapshot.priority_class_caps, awaiting, snapshot.config)
         if self.last is not None and fixed[2] == self.last[2]:
             fixed = (*fixed[:2], self.last[2], *fixed[3:])
-            snapshot = Snapshot(now=snapshot.now, topology=snapshot.topology, nodes=snapshot.nodes, queues=self.last[2],
-                                admitted=snapshot.admitted, pending=snapshot.pending, historical_usage=snapshot.historical_usage,
-                                approved_preemptions=snapshot.approved_preemptions,
-                                priority_class_caps=snapshot.priority_class_caps, awaiting_plans=snapshot.awaiting_plans,
-                                config=snapshot.config)
+            snapshot = replace(snapshot, queues=self.last[2])
         is_changed = rows_changed or self.last is None or fixed != self.last
         self.last = fixed
         return snapshot, is_changed
