@@ -196,7 +196,7 @@ def queue_list(request):
         ]
     glances, borrowing = queue_glance(user=request.user, queues=queues)
     return render(request, "web/queue_list.html", {
-        "queues": queues, "allotments": selectors.allotment_rows(), "is_admin": is_admin(request.user),
+        "queues": queues, "allotments": selectors.allotment_rows(queues=queues), "is_admin": is_admin(request.user),
         "glances": glances, "borrowing": borrowing,
     })
 
