@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from django.contrib.auth import get_user_model
 from django.db.models import CharField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
@@ -36,7 +37,7 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
     if state:
         jobs = jobs.filter(state=state)
     if owner:
-        jobs = jobs.filter(owner__username=owner, is_visible_in_full=True)
+        jobs = jobs.filter(owner_id__in=owner_ids(username=owner), is_visible_in_full=True)
     return jobs.order_by("-submitted_at", "-id")
 
 
@@ -44,6 +45,11 @@ def queue_ids(*, name: str | None = None, team: str | None = None) -> list[int]:
     """Resolved first, so the job list filters on queue_id and its index serves both filter and order."""
     queues = Queue.objects.filter(name=name) if name is not None else Queue.objects.filter(team__name=team)
     return list(queues.values_list("id", flat=True))
+
+
+def owner_ids(*, username: str) -> list[int]:
+    """Resolved first, as queue_ids: the job_list_owner index then serves both filter and order."""
+    return list(get_user_model().objects.filter(username=username).values_list("pk", flat=True))
 
 
 def job_page(jobs: QuerySet, *, older_than: int | None = None, newer_than: int | None = None, size: int = PAGE_SIZE) -> dict:
