@@ -32,8 +32,9 @@ def node_free_gpus(node) -> int:
     return max(0, node.allocatable_gpus - node.allocated_gpus - node.external_gpus)
 
 
-STORED_SUMMARY_FRESH_S = 60.0
-"""A recorded summary is used while passes run this often at least (each records a change when it sees one)."""
+STORED_SUMMARY_FRESH_S = 300.0
+"""A recorded summary is used while a pass ran in this time: every write that changes nodes or placements asks for a
+pass, which records the change, so only a stopped worker would leave it stale (then it is computed per view)."""
 
 
 @dataclass
