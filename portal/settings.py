@@ -241,6 +241,9 @@ GANGWAY_PENDING_PER_QUEUE = int(os.environ.get("GANGWAY_PENDING_PER_QUEUE", "500
 GANGWAY_RECONCILE_LOCK_LEASE_S = float(os.environ.get("GANGWAY_RECONCILE_LOCK_LEASE_S", "4"))
 """The reconcile lock is a lease its holder renews every third of this while the pass runs: a killed holder
 stalls admissions for at most this long."""
+# A pass that sees nothing new skips explaining; explanations still catch up with time (costs of fixes, when running
+# jobs should end) at least this often.
+GANGWAY_EXPLAIN_REFRESH_S = float(os.environ.get("GANGWAY_EXPLAIN_REFRESH_S", "60"))
 GANGWAY_USAGE_INTERVAL_S = float(os.environ.get("GANGWAY_USAGE_INTERVAL_S", "60"))
 GANGWAY_USAGE_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RETENTION_S", str(8 * 24 * 3600)))
 GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTION_S", str(3 * 3600)))

@@ -37,6 +37,7 @@ from scheduling.models.jobs import HOLDING_STATES
 ID_CHUNK = 2000
 JOB_FIELDS = (
     "id",
+    "queue_id",
     "queue__name",
     "queue__team__name",
     "flavor__name",
@@ -58,6 +59,7 @@ JOB_FIELDS = (
     "priority_class__name",
     "attained_gpu_s",
     "admission_generation",
+    "explanation_key",
 )
 
 
@@ -82,8 +84,12 @@ def _chunks(ids: list[int]) -> Iterable[list[int]]:
         yield ids[start : start + ID_CHUNK]
 
 
-def queues_load() -> dict[str, Queue]:
-    rows = QueueRow.objects.select_related("team", "cohort").prefetch_related("quotas__flavor")
+def queue_rows() -> list[QueueRow]:
+    """Every queue with its team, cohort and quotas, by name."""
+    return list(QueueRow.objects.select_related("team", "cohort").prefetch_related("quotas__flavor"))
+
+
+def queues_load(rows: list[QueueRow] | None = None) -> dict[str, Queue]:
     return {
         row.name: Queue(
             name=row.name,
@@ -99,37 +105,42 @@ def queues_load() -> dict[str, Queue]:
                 for quota in row.quotas.all()
             },
         )
-        for row in rows
+        for row in (queue_rows() if rows is None else rows)
     }
 
 
-def _pending_rows(per_queue_cap: int) -> list[dict]:
-    """Each queue's head of line, in (priority desc, submit time, id) order: the job_pending_order index."""
-    rows: list[dict] = []
-    for queue_id in QueueRow.objects.values_list("id", flat=True):
-        rows.extend(
-            JobRow.objects.filter(state=JobState.PENDING.value, queue_id=queue_id)
-            .order_by("-priority", "submitted_at", "id")
-            .values(*JOB_FIELDS)[:per_queue_cap]
-        )
-    return rows
+def pending_window_rows(queue_id: int, per_queue_cap: int) -> list[dict]:
+    """A queue's head of line, in (priority desc, submit time, id) order: the job_pending_order index."""
+    return list(
+        JobRow.objects.filter(state=JobState.PENDING.value, queue_id=queue_id)
+        .order_by("-priority", "submitted_at", "id")
+        .values(*JOB_FIELDS)[:per_queue_cap]
+    )
 
 
-def _jobs_from_rows(rows: list[dict], context: SnapshotContext, *, with_placement: bool) -> list[Job]:
+def holding_rows() -> list[dict]:
+    """Every job holding GPUs, by id."""
+    return list(JobRow.objects.filter(state__in=HOLDING_STATES).order_by("id").values(*JOB_FIELDS))
+
+
+def jobs_from_rows(rows: list[dict], context: SnapshotContext) -> list[Job]:
+    """Core jobs of `rows` (in their order) with their pod sets, and placements for those holding GPUs; records
+    their pod set ids and versions in `context`."""
     ids = [row["id"] for row in rows]
+    holding = [row["id"] for row in rows if row["state"] in HOLDING_STATES]
     pod_sets: dict[int, list[PodSet]] = defaultdict(list)
     placements: dict[int, list[PodPlacement]] = defaultdict(list)
     for chunk in _chunks(ids):
-        for ps in PodSetRow.objects.filter(job_id__in=chunk).order_by("job_id", "id").values("id", "job_id", "name", "count", "gpus_per_pod"):
-            pod_sets[ps["job_id"]].append(PodSet(name=ps["name"], count=ps["count"], gpus_per_pod=ps["gpus_per_pod"]))
-            context.pod_set_ids[(ps["job_id"], ps["name"])] = ps["id"]
-        if with_placement:
-            for pl in (
-                PlacementRow.objects.filter(job_id__in=chunk)
-                .order_by("job_id", "pod_set_id", "pod_index")
-                .values("job_id", "pod_set__name", "pod_index", "node__name")
-            ):
-                placements[pl["job_id"]].append(PodPlacement(pod_set=pl["pod_set__name"], index=pl["pod_index"], node=pl["node__name"]))
+        for ps in PodSetRow.objects.filter(job_id__in=chunk).order_by("job_id", "id").values_list("id", "job_id", "name", "count", "gpus_per_pod"):
+            pod_sets[ps[1]].append(PodSet(name=ps[2], count=ps[3], gpus_per_pod=ps[4]))
+            context.pod_set_ids[(ps[1], ps[2])] = ps[0]
+    for chunk in _chunks(holding):
+        for job_id, pod_set, index, node in (
+            PlacementRow.objects.filter(job_id__in=chunk)
+            .order_by("job_id", "pod_set_id", "pod_index")
+            .values_list("job_id", "pod_set__name", "pod_index", "node__name")
+        ):
+            placements[job_id].append(PodPlacement(pod_set=pod_set, index=index, node=node))
     jobs = []
     for row in rows:
         context.versions[row["id"]] = (row["state"], row["admission_generation"])
@@ -202,25 +213,34 @@ def scheduler_config() -> SchedulerConfig:
 
 
 def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotContext]:
-    """Nodes from the cluster; queues, quotas, admitted and (capped, ordered) pending jobs from the database."""
+    """Nodes from the cluster; queues, quotas, admitted and (capped, ordered) pending jobs from the database,
+    all read now. The reconcile pass reads through its cache instead (snapshot_cache), to the same result."""
     context = SnapshotContext()
+    rows = queue_rows()
+    admitted = jobs_from_rows(holding_rows(), context)
+    cap = settings.GANGWAY_PENDING_PER_QUEUE
+    pending = jobs_from_rows([job for row in rows for job in pending_window_rows(row.pk, cap)], context)
+    return snapshot_assemble(now=now, nodes=tuple(cluster.list_nodes()), queues=queues_load(rows), admitted=tuple(admitted),
+                             pending=tuple(pending), context=context), context
+
+
+def snapshot_assemble(*, now: float, nodes: tuple, queues: dict[str, Queue], admitted: tuple[Job, ...], pending: tuple[Job, ...],
+                      context: SnapshotContext) -> Snapshot:
+    """The snapshot of these jobs, nodes and queues with the rest of the state read now (usage, open plans, priority
+    class caps, settings); records each queue's GPUs in use and the open plans in `context`."""
     context.open_plans = open_plans = open_plans_load()
-    admitted_rows = list(JobRow.objects.filter(state__in=HOLDING_STATES).order_by("id").values(*JOB_FIELDS))
-    admitted = _jobs_from_rows(admitted_rows, context, with_placement=True)
-    pending = _jobs_from_rows(_pending_rows(settings.GANGWAY_PENDING_PER_QUEUE), context, with_placement=False)
     for job in admitted:
         context.gpus_in_use_by_queue[job.queue] = context.gpus_in_use_by_queue.get(job.queue, 0) + job.gpus
-    snapshot = Snapshot(
+    return Snapshot(
         now=now,
         topology=tuple(FleetSettings.load().topology_levels),
-        nodes=tuple(cluster.list_nodes()),
-        queues=queues_load(),
-        admitted=tuple(admitted),
-        pending=tuple(pending),
+        nodes=nodes,
+        queues=queues,
+        admitted=admitted,
+        pending=pending,
         historical_usage=dict(QueueUsage.objects.values_list("queue__name", "usage_gpu_s")),
         approved_preemptions={job_id: p.planned.plan.victim_ids for job_id, p in open_plans.items() if p.is_approved},
         priority_class_caps=priority_class_caps_load(),
         awaiting_plans={job_id: p.planned for job_id, p in open_plans.items() if p.planned.needs_approval},
         config=scheduler_config(),
     )
-    return snapshot, context

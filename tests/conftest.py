@@ -64,6 +64,14 @@ def fleet(db):
     return Flavor.objects.get(name=H100)
 
 
+def stored_explanation(job) -> dict:
+    """What a pending job's page shows as why it waits ({} when it has none), read now."""
+    from scheduling.models import Job
+    from scheduling.selectors.explanations import job_explanation_get
+
+    return job_explanation_get(job=Job.objects.get(pk=job.pk)) or {}
+
+
 def make_user(username: str, *, team: Team | None = None, role: str = Role.RESEARCHER, is_admin: bool = False):
     user = get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=is_admin, is_superuser=is_admin)
     if team is not None:

@@ -4,7 +4,7 @@ import django_filters
 
 from scheduling.core.model import JobState
 from scheduling.models import Job
-from scheduling.selectors.jobs import queue_ids
+from scheduling.selectors.jobs import owner_ids, queue_ids
 
 
 class JobFilter(django_filters.FilterSet):
@@ -25,4 +25,4 @@ class JobFilter(django_filters.FilterSet):
 
     def filter_owner(self, queryset, name, value):
         # Only jobs whose owner the asking user may see: hidden owners are never matched.
-        return queryset.filter(owner__username=value, is_visible_in_full=True)
+        return queryset.filter(owner_id__in=owner_ids(username=value), is_visible_in_full=True)

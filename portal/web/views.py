@@ -37,17 +37,18 @@ def job_list(request):
     context = {"page": page, "filters": filters, "idle_job_ids": {a.job_id for a in idle}}
     if request.htmx:
         return render(request, "web/_job_table.html", context)
+    queues = selectors.queue_list()
     return render(request, "web/job_list.html", {
-        **context, "states": [s.value for s in JobState], "queues": Queue.objects.order_by("name").values_list("name", flat=True),
-        "overview": _overview(request.user, idle),
+        **context, "states": [s.value for s in JobState], "queues": [queue.name for queue in queues],
+        "overview": _overview(request.user, idle, queues),
     })
 
 
-def _overview(user, idle) -> dict:
+def _overview(user, idle, queues) -> dict:
     """The first screen's line of what needs attention: the reader's teams' GPUs against their allotments (admins:
-    the teams borrowing beyond theirs), idle allocations, and (admins) plans waiting for a decision."""
+    the teams borrowing beyond theirs; summed from `queues`), idle allocations, and (admins) plans waiting for a decision."""
     own = team_ids_of(user)
-    allotments = selectors.allotment_rows()
+    allotments = selectors.allotment_rows(queues=queues)
     overview = {
         "idle_gpus": sum(a.gpus for a in idle), "idle_count": len(idle),
         "own": [row for row in allotments if row["team_id"] in own],
@@ -219,13 +220,13 @@ def _queue_page(request, failed: ChangeForm | None = None):
             if queue.can_edit:
                 form = failed if failed is not None and failed.subject == ("quota", subject) else _quota_form(quota, subject)
             queue.quota_rows.append({"quota": quota, "in_use": queue.gpus_in_use.get(quota.flavor.name, 0), "form": form})
-    allotments = selectors.allotment_rows()
+    allotments = selectors.allotment_rows(queues=queues)
     if is_admin(request.user):
         for row in allotments:
             subject = f"{row['team']} {row['flavor']}"
             is_failed = failed is not None and failed.subject == ("allotment", subject)
             row["form"] = failed if is_failed else AllotmentForm(initial={"gpus": row["gpus"]}, subject=subject)
-    glances, borrowing = queue_glance(user=request.user)
+    glances, borrowing = queue_glance(user=request.user, queues=queues)
     for glance in glances:
         glance.idle_gpus = idle_gpus.get(glance.name, 0)
     return render(request, "web/queue_list.html", {
@@ -437,7 +438,8 @@ def team_detail(request, name: str):
     context = {"team": team, "page": page, "filters": {}}
     if request.htmx:
         return render(request, "web/_job_table.html", context)
-    glances, borrowing_now = queue_glance(user=request.user, team=name)
+    queues = selectors.queue_list()  # read once for the glances and the allotments
+    glances, borrowing_now = queue_glance(user=request.user, team=name, queues=queues)
     idle = [a for a in selectors.idle_allocations(user=request.user) if a.team == name]
     idle_gpus = _idle_gpus_by_queue(idle)
     for glance in glances:
@@ -446,7 +448,7 @@ def team_detail(request, name: str):
     context.update({
         "glances": glances, "borrowing_now": borrowing_now, "is_admin": is_admin(request.user),
         "members": selectors.team_members(team=team),
-        "allotments": [row for row in selectors.allotment_rows() if row["team"] == name],
+        "allotments": [row for row in selectors.allotment_rows(queues=queues) if row["team"] == name],
         "idle": idle,
         "idle_threshold_percent": settings.GANGWAY_IDLE_THRESHOLD_PERCENT, "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S,
         "usage_charts": _team_usage_charts(name, "1h"), "borrowing": _borrowing("1h", name), "audit": audit,

@@ -12,6 +12,9 @@ class RecordedNodes:
     watcher): all a snapshot reads, with no connection to the cluster, so the processes that only
     explain and preview (the web) need no cluster credentials."""
 
+    lists_node_rows = True
+    """The reconcile pass may keep the nodes until a row changes (snapshot_cache; the watcher writes the rows)."""
+
     def list_nodes(self):
         from scheduling.cluster.simulated import node_from_row
         from scheduling.models import Node as NodeRow

@@ -20,9 +20,10 @@ from scheduling.core.model import JobState
 from scheduling.models import (
     Cohort, FleetSettings, Flavor, GpuUsageSample, Job, JobEvent, Membership, Node, Placement, PlanStatus, PodSet,
     PreemptionPlan, PreemptionVictim, Queue, QueueQuota, QueueUsage, ReconcileState, Role, SimulatedWorkload, Team,
-    TeamAllotment, UsageRollup,
+    QueueUsageRollup, TeamAllotment, UsageRollup,
 )
 from scheduling.services.common import to_datetime
+from scheduling.services.usage import idle_jobs_record
 
 FLAVOR = synthetic.FLAVOR
 PASSWORD = "gangway"
@@ -76,13 +77,26 @@ def scale_build(scale: Scale, *, now: float) -> Built:
         _plans(rng, running, pending_first, finished_first, now)
         _sequences_reset()
     ReconcileState.objects.get_or_create(pk=1)
-    for model in (Job, PodSet, Placement, GpuUsageSample, UsageRollup, JobEvent):
+    idle_jobs_record(now=now)
+    for model in (Job, PodSet, Placement, GpuUsageSample, UsageRollup, QueueUsageRollup, JobEvent):
         _analyze(model._meta.db_table)
     return Built(
         admin=admin, researcher=researchers[0][0], queue_names=[q.name for q in queues],
         pending_job_id=pending_first + scale.pending // 2, deep_job_id=finished_first + (next_id - finished_first) // 2,
         jobs=next_id - 1, seconds=round(time.perf_counter() - started, 1),
     )
+
+
+def scale_found(scale: Scale) -> Built:
+    """The scale an earlier run built in this database, measured again as it is now (--reuse)."""
+    admin = get_user_model().objects.filter(username="admin", is_superuser=True).first()
+    first_pending = Job.objects.filter(state=JobState.PENDING.value).order_by("pk").values_list("pk", flat=True).first()
+    if admin is None or first_pending is None:
+        raise LookupError("no scale built here: run bench live without --reuse first")
+    researcher = get_user_model().objects.filter(username__endswith="-researcher").order_by("username").first()
+    last = Job.objects.order_by("-pk").values_list("pk", flat=True).first()
+    return Built(admin=admin, researcher=researcher, queue_names=list(Queue.objects.values_list("name", flat=True)),
+                 pending_job_id=first_pending + scale.pending // 2, deep_job_id=last // 2, jobs=last, seconds=0.0)
 
 
 def _organisation(scale: Scale):
@@ -120,14 +134,14 @@ def _job_row(job_id, *, owner_id, queue_id, flavor_id, name, gpus, state, submit
              generation=0, applied=None, ready_pods=0):
     return (job_id, owner_id, queue_id, name, flavor_id, priority, topology_required, "", runtime_limit_s,
             checkpoint_interval_s, True, "[]", state, gpus, submitted_at, admitted_at, started_at, finished_at,
-            generation, generation if applied is None else applied, ready_pods, 0, None, None, False, "{}", "", "", "Job", None)
+            generation, generation if applied is None else applied, ready_pods, 0, None, None, False, "", "", "Job", None)
 
 
 JOB_COLUMNS = ("id", "owner_id", "queue_id", "name", "flavor_id", "priority", "topology_required", "topology_preferred",
                "runtime_limit_s", "checkpoint_interval_s", "is_preemptible", "tolerations", "state", "gpus",
                "submitted_at", "admitted_at", "started_at", "finished_at", "admission_generation",
                "applied_generation", "ready_pods", "evictions", "backoff_until", "preempted_by_id", "is_borrowing",
-               "explanation", "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
+               "cluster_namespace", "cluster_name", "cluster_kind", "pod_template")
 POD_SET_COLUMNS = ("id", "job_id", "name", "count", "gpus_per_pod")
 EVENT_COLUMNS = ("job_id", "from_state", "to_state", "actor_id", "reason", "message", "created_at")
 
@@ -240,15 +254,21 @@ def _usage_samples(scale, rng, running, flavor_id, now) -> None:
                 f"generate_series(1, %s) m WHERE j.state = 'running'",
                 [now, scale.usage_minutes],
             )
-        return
-    rows, rollups = [], []
-    for minute in range(scale.usage_minutes):
-        at = to_datetime(now - 60 * (scale.usage_minutes - minute))
-        for job_id, gpus, node_name, team_id, queue_id in running:
-            rows.extend((at, node_name, str(gpu), job_id, team_id, rng.uniform(0, 100), 40_000.0) for gpu in range(gpus))
-            rollups.append((at, 60, job_id, team_id, queue_id, flavor_id, 60.0 * gpus, rng.uniform(0, 60.0 * gpus)))
-    _copy(GpuUsageSample, columns, rows)
-    _copy(UsageRollup, ROLLUP_COLUMNS, rollups)
+    else:
+        rows, rollups = [], []
+        for minute in range(scale.usage_minutes):
+            at = to_datetime(now - 60 * (scale.usage_minutes - minute))
+            for job_id, gpus, node_name, team_id, queue_id in running:
+                rows.extend((at, node_name, str(gpu), job_id, team_id, rng.uniform(0, 100), 40_000.0) for gpu in range(gpus))
+                rollups.append((at, 60, job_id, team_id, queue_id, flavor_id, 60.0 * gpus, rng.uniform(0, 60.0 * gpus)))
+        _copy(GpuUsageSample, columns, rows)
+        _copy(UsageRollup, ROLLUP_COLUMNS, rollups)
+    columns = ", ".join(column for column in ROLLUP_COLUMNS if column != "job_id")
+    with connection.cursor() as cursor:  # the queues' rollups, as the collector writes them beside the jobs'
+        cursor.execute(
+            f"INSERT INTO {QueueUsageRollup._meta.db_table} ({columns}) SELECT start, bucket_s, team_id, queue_id, flavor_id, "
+            f"SUM(allocated_gpu_s), SUM(used_gpu_s) FROM {UsageRollup._meta.db_table} GROUP BY start, bucket_s, team_id, queue_id, flavor_id"
+        )
 
 
 def _plans(rng, running, pending_first, finished_first, now) -> None:

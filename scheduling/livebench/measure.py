@@ -6,7 +6,6 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from contextlib import contextmanager
 
 import requests
 from django.conf import settings
@@ -18,10 +17,10 @@ from scheduling.models import Job, Node, Placement, PodSet, Queue, QueueQuota
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services import job_submit
 from scheduling.services import reconcile as reconcile_module
+from scheduling.snapshot_cache import PASS_CACHE
 
-PHASES = ("_lock_pass", "_observe_workloads", "snapshot_build", "run_admission_cycle", "_persist",
-          "explanations_refresh", "_decay_usage", "_apply")
 SUBMISSIONS_PER_BUSY_PASS = 50
+SETTLE_PASSES = 10
 SUBMIT_BODY = {"name": "bench", "queue": "q00", "flavor": "H100-80GB", "pod_sets": [{"name": "worker", "count": 1, "gpus_per_pod": 1}]}
 
 
@@ -35,43 +34,17 @@ def summary_ms(seconds: list[float]) -> dict:
 
 
 # --- the pass --------------------------------------------------------------------------------------
-@contextmanager
-def phase_timer():
-    """Wrap the pass's steps (whichever of PHASES the reconcile module has) to time each one."""
-    timings: dict[str, float] = {}
-    originals = {}
-    for name in PHASES:
-        original = getattr(reconcile_module, name, None)
-        if original is None:
-            continue
-        originals[name] = original
-
-        def timed(*args, _original=original, _name=name, **kwargs):
-            started = time.perf_counter()
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                timings[_name] = timings.get(_name, 0.0) + time.perf_counter() - started
-
-        setattr(reconcile_module, name, timed)
-    try:
-        yield timings
-    finally:
-        for name, original in originals.items():
-            setattr(reconcile_module, name, original)
-
-
 def pass_run(now: float, profile_to: str | None = None) -> dict:
-    with phase_timer() as timings:
-        profiler = _profiler(profile_to)
-        started = time.perf_counter()
-        result = reconcile_module.admission_cycle_run(now=now)
-        total = time.perf_counter() - started
-        if profiler is not None:
-            profiler.stop()
-            with open(profile_to, "w") as out:
-                out.write(profiler.output_html())
-    return {"total_s": total, "phases_s": {k: round(v, 3) for k, v in timings.items()},
+    """One pass, timed whole and by the phases it records itself."""
+    profiler = _profiler(profile_to)
+    started = time.perf_counter()
+    result = reconcile_module.admission_cycle_run(now=now)
+    total = time.perf_counter() - started
+    if profiler is not None:
+        profiler.stop()
+        with open(profile_to, "w") as out:
+            out.write(profiler.output_html())
+    return {"total_s": total, "phases_s": {k: round(v, 3) for k, v in result.phases_s.items()},
             "admitted": len(result.admitted), "finished": len(result.finished)}
 
 
@@ -119,8 +92,10 @@ def floor_run() -> float:
 
 
 def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, idle: int, profile_dir: str | None) -> dict:
-    """The first pass (nothing explained yet), then `busy` passes each a minute later with new submissions,
-    then `idle` passes a second apart with nothing new; a floor measurement before each."""
+    """The first pass (nothing explained yet), then `busy` passes each a minute later with new submissions; then
+    passes a second apart until one finds nothing to do (at most SETTLE_PASSES: the busy passes' admissions start
+    running and plans are proposed), then `idle` more passes a second apart; a floor measurement before each; last,
+    one pass of a process that remembers nothing (a restarted worker)."""
     floors, busy_runs, idle_runs = [], [], []
     floors.append(floor_run())
     first = pass_run(now)
@@ -132,21 +107,34 @@ def passes_measure(*, submitter, queue_names: list[str], now: float, busy: int, 
         floors.append(floor_run())
         profile = f"{profile_dir}/pass-busy.html" if profile_dir and k == busy - 1 else None
         busy_runs.append(pass_run(now, profile))
+    settle = 0
+    while settle < SETTLE_PASSES:
+        now += 1
+        settle += 1
+        run = pass_run(now)
+        if "explain" not in run["phases_s"] and not run["admitted"] and not run["finished"]:
+            break
     for k in range(idle):
         now += 1
         floors.append(floor_run())
         profile = f"{profile_dir}/pass-idle.html" if profile_dir and k == idle - 1 else None
         idle_runs.append(pass_run(now, profile))
-    core = [r["phases_s"].get("run_admission_cycle", 0.0) for r in busy_runs]
+    PASS_CACHE.clear()
+    now += 1
+    cold = pass_run(now)
+    core = [r["phases_s"].get("cycle", 0.0) for r in busy_runs]
     return {
         "median_s": round(statistics.median(r["total_s"] for r in busy_runs), 3),
         "floor_s": round(statistics.median(floors), 3),
         "core_s": round(statistics.median(core), 3),
         "idle_s": round(statistics.median(r["total_s"] for r in idle_runs), 3),
         "first_s": round(first["total_s"], 3),
+        "cold_s": round(cold["total_s"], 3),
+        "settle_passes": settle,
         "first_phases_s": first["phases_s"],
         "busy_phases_s": busy_runs[len(busy_runs) // 2]["phases_s"],
         "idle_phases_s": idle_runs[len(idle_runs) // 2]["phases_s"],
+        "cold_phases_s": cold["phases_s"],
         "admitted": sum(r["admitted"] for r in busy_runs),
     }
 

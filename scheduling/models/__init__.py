@@ -1,21 +1,23 @@
 """Persistence of the scheduling domain; states and reasons come from scheduling.core enums."""
 
 from scheduling.models.audit import AuditAction, AuditRecord
-from scheduling.models.fleet import FleetSettings, Node, ReconcileState
-from scheduling.models.jobs import Job, JobEvent, PodSet, Placement
+from scheduling.models.fleet import FleetSettings, Node, ReconcileState, RowChange
+from scheduling.models.jobs import Explanation, Job, JobEvent, PodSet, Placement
 from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.priority import PriorityClass
 from scheduling.models.queues import Cohort, Queue, QueueQuota, QueueUsage
 from scheduling.models.simulated import SimulatedWorkload
-from scheduling.models.usage import GpuUsageSample, UsageRollup, WorkloadRejection
+from scheduling.models.usage import GpuUsageSample, IdleJob, QueueUsageRollup, UsageRollup, WorkloadRejection
 
 __all__ = [
     "AuditAction",
     "AuditRecord",
     "Cohort",
+    "Explanation",
     "FleetSettings",
     "GpuUsageSample",
+    "IdleJob",
     "Flavor",
     "Job",
     "JobEvent",
@@ -30,8 +32,10 @@ __all__ = [
     "Queue",
     "QueueQuota",
     "QueueUsage",
+    "QueueUsageRollup",
     "ReconcileState",
     "Role",
+    "RowChange",
     "SimulatedWorkload",
     "Team",
     "TeamAllotment",

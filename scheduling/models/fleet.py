@@ -1,4 +1,4 @@
-"""GPU nodes, the fleet's topology levels, and the reconcile singleton row."""
+"""GPU nodes, the fleet's topology levels, the reconcile singleton row, and the log of rows changed since a pass read them."""
 
 from __future__ import annotations
 
@@ -54,6 +54,27 @@ class ReconcileState(models.Model):
     lost_races = models.PositiveBigIntegerField(default=0, help_text="Decisions not written because the job changed during the pass.")
     cluster_errors = models.PositiveBigIntegerField(default=0, help_text="Releases and suspensions the cluster refused (retried).")
     last_pass_phases_s = models.JSONField(default=dict, blank=True, help_text="Seconds of each step of the last pass.")
+    fleet_summary = models.JSONField(
+        default=dict, blank=True, help_text="Totals per flavor and rack and the free-GPU heatmap, as the last pass that saw them change left them.")
+    explanations_version = models.PositiveBigIntegerField(
+        default=0, help_text="Bumped by every pass that writes explanations: a process that remembers an older version reads them again.")
 
     def __str__(self) -> str:
         return f"reconcile pass {self.passes} at {self.last_pass_at}"
+
+
+class RowChange(models.Model):
+    """A job (with its pod sets and placements) or node row inserted, changed or deleted since a reconcile pass last
+    read it: written by database triggers (migration 0009), so no write path can forget to, and stamped with the
+    number of the pass that first reads it. A pass re-reads only the rows changed since its process's last pass
+    (scheduling.snapshot_cache). Job updates are logged only for the columns the snapshot reads (JOB_COLUMNS)."""
+
+    kind = models.CharField(max_length=8, help_text="\"job\" (a job, its pod sets or placements) or \"node\".")
+    row_id = models.BigIntegerField()
+    pass_number = models.PositiveBigIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["pass_number"], name="rowchange_pass")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.row_id} (pass {self.pass_number})"

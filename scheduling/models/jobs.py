@@ -1,4 +1,4 @@
-"""Jobs (gangs), their pod sets, the placement of every pod, and the audit trail of state changes."""
+"""Jobs (gangs), their pod sets, the placement of every pod, why pending ones wait, and the audit trail of state changes."""
 
 from __future__ import annotations
 
@@ -43,8 +43,11 @@ class Job(models.Model):
     attained_gpu_s = models.FloatField(
         default=0.0, help_text="GPU-seconds run in earlier runs (before a preemption or eviction): the attained service."
     )
-    explanation = models.JSONField(default=dict, blank=True)
-    explanation_fingerprint = models.CharField(max_length=16, blank=True, default="", help_text="Of the stored explanation; the pass rewrites it only when this changes.")
+    explanation_key = models.CharField(
+        max_length=48, blank=True, default="",
+        help_text="Key of the stored explanation of a pending job (Explanation): shared by the jobs of one shape.")
+    estimated_start = models.DateTimeField(null=True, blank=True, help_text="When the forecast expects a pending job to start.")
+    estimated_at = models.DateTimeField(null=True, blank=True, help_text="When that forecast ran.")
 
     # Where the gang lives in a Kubernetes cluster: a discovered Job, or one Gangway created from `pod_template`.
     cluster_namespace = models.CharField(max_length=63, blank=True, default="")
@@ -68,6 +71,10 @@ class Job(models.Model):
             models.Index(fields=["state", "-submitted_at", "-id"], name="job_list_state"),
             models.Index(fields=["queue", "-submitted_at", "-id"], name="job_list_queue"),
             models.Index(fields=["owner", "-submitted_at", "-id"], name="job_list_owner"),
+            # Released gangs (observed and suspended by every pass): a few thousand of 600,000 rows.
+            models.Index(fields=["state"], condition=models.Q(applied_generation__gt=0), name="job_released"),
+            # Today's admissions (the queues page's median wait).
+            models.Index(fields=["admitted_at"], condition=models.Q(admitted_at__isnull=False), name="job_admitted_at"),
         ]
 
     def __str__(self) -> str:
@@ -133,6 +140,24 @@ class JobEvent(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        # The history page: admissions and preemptions of the last days.
+        indexes = [models.Index(fields=["to_state", "created_at"], name="jobevent_state_created")]
 
     def __str__(self) -> str:
         return f"job {self.job_id}: {self.from_state or '∅'} → {self.to_state} ({self.reason})"
+
+
+class Explanation(models.Model):
+    """Why pending jobs wait, as the reconcile pass last explained it: one row per distinct answer, so 100,000 jobs
+    of a few hundred shapes are a few hundred rows. Jobs of one shape share a row ("s:" + a hash of the shape);
+    a job explained on its own (its queue's head, one in backoff or behind a reservation) has its own ("j:" + id).
+    A row is rewritten only when its fingerprint changes; rows no pending job refers to are deleted."""
+
+    key = models.CharField(max_length=48, primary_key=True)
+    data = models.JSONField()
+    fingerprint = models.CharField(max_length=16)
+    checked_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.data.get('headline') or self.data.get('summary', '')}"
+

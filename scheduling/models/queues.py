@@ -66,11 +66,13 @@ class QueueQuota(models.Model):
 
 
 class QueueUsage(models.Model):
-    """GPU-seconds a queue has used, decayed by the fair-share half-life at every reconcile pass."""
+    """GPU-seconds a queue has used, decayed by the fair-share half-life at every reconcile pass, and the GPUs its
+    pending jobs ask for, per flavor, as the last pass that saw a change left them."""
 
     queue = models.OneToOneField(Queue, on_delete=models.CASCADE, related_name="usage")
     usage_gpu_s = models.FloatField(default=0.0)
     updated_at = models.DateTimeField(null=True, blank=True)
+    pending_gpus = models.JSONField(default=dict, blank=True, help_text="{flavor: GPUs} of the queue's pending jobs.")
 
     def __str__(self) -> str:
         return f"{self.queue}: {self.usage_gpu_s:.0f} GPU-s"

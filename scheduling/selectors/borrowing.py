@@ -1,5 +1,5 @@
 """Borrowing over time: per cohort and flavor, the GPUs each queue held beyond its nominal quota (borrowed) and the
-unused nominal quota of each lender those borrowers held (lent), from the stored per-job use rollups.
+unused nominal quota of each lender those borrowers held (lent), from the stored per-queue use rollups.
 
 A rollup bucket says how many GPU-seconds a queue's jobs held; the queue's nominal quota turns that into borrowed
 or lendable GPUs for the bucket. Lending is attributed as the queues page does: the cohort's borrowing comes from
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Sum
 
-from scheduling.models import QueueQuota, UsageRollup
+from scheduling.models import QueueQuota, QueueUsageRollup
 from scheduling.services.common import to_datetime
 from scheduling.selectors.usage import WINDOWS
 
@@ -89,7 +89,7 @@ def borrowing_over_time(*, window: str, team: str | None = None, now: float | No
         cohorts = {(q["queue__cohort__name"], q["flavor__name"]) for q in quotas.values() if q["queue__team__name"] == team}
         quotas = {key: q for key, q in quotas.items() if (q["queue__cohort__name"], q["flavor__name"]) in cohorts}
     held = defaultdict(dict)  # (cohort, flavor, bucket start, bucket seconds) -> {(queue, flavor) key: GPUs held}
-    rows = (UsageRollup.objects.filter(start__gte=to_datetime(first), start__lte=to_datetime(now), queue_id__isnull=False)
+    rows = (QueueUsageRollup.objects.filter(start__gte=to_datetime(first), start__lte=to_datetime(now), queue_id__isnull=False)
             .values("queue_id", "flavor_id", "start", "bucket_s").annotate(gpu_s=Sum("allocated_gpu_s")).order_by())
     for row in rows:
         quota = quotas.get((row["queue_id"], row["flavor_id"]))

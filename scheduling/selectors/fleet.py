@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import asdict, dataclass, field
 
 from django.db.models import IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from scheduling.models import FleetSettings, Node
+from scheduling.models import FleetSettings, Node, Placement, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 
 
@@ -29,6 +30,11 @@ def node_free_gpus(node) -> int:
     if not node.is_ready or node.is_unschedulable:
         return 0
     return max(0, node.allocatable_gpus - node.allocated_gpus - node.external_gpus)
+
+
+STORED_SUMMARY_FRESH_S = 300.0
+"""A recorded summary is used while a pass ran in this time: every write that changes nodes or placements asks for a
+pass, which records the change, so only a stopped worker would leave it stale (then it is computed per view)."""
 
 
 @dataclass
@@ -73,21 +79,67 @@ class FleetSummary:
     heatmap: dict = field(default_factory=dict)
     """Per node, one row per rack: free GPUs (-1 = not ready or cordoned), for the fragmentation heatmap."""
 
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FleetSummary:
+        return cls(topology=data["topology"], totals=Totals(**data["totals"]),
+                   by_flavor={name: Totals(**totals) for name, totals in data["by_flavor"].items()},
+                   racks=[RackTotals(**rack) for rack in data["racks"]], heatmap=data["heatmap"])
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """What the fleet summary needs of a node: plain values, not a model instance (1,250 of them per page)."""
+
+    name: str
+    flavor: str
+    capacity_gpus: int
+    allocatable_gpus: int
+    labels: dict
+    is_ready: bool
+    is_unschedulable: bool
+    external_gpus: int
+    allocated_gpus: int
+
+
+def node_states() -> list[NodeState]:
+    """Every node by name with the GPUs placed on it: two flat queries (a sum per node of the placements of jobs
+    holding GPUs, and the nodes' columns), no join of nodes with every placement."""
+    allocated = dict(
+        Placement.objects.filter(job__state__in=HOLDING_STATES).values("node_id").annotate(gpus=Sum("gpus")).order_by()
+        .values_list("node_id", "gpus")
+    )
+    rows = Node.objects.order_by("name").values_list(
+        "pk", "name", "flavor__name", "capacity_gpus", "allocatable_gpus", "labels", "is_ready", "is_unschedulable", "external_gpus")
+    return [NodeState(name, flavor, capacity, allocatable, labels or {}, is_ready, is_unschedulable, external, allocated.get(pk, 0))
+            for pk, name, flavor, capacity, allocatable, labels, is_ready, is_unschedulable, external in rows]
+
 
 def fleet_summary() -> FleetSummary:
-    """One query for the nodes (allocated summed by the database), then totals per flavor and per rack."""
+    """As the last reconcile pass recorded it after a change of the nodes or of what holds GPUs (one row), while
+    passes run; computed now otherwise (no pass in the last STORED_SUMMARY_FRESH_S, or none recorded yet)."""
+    state = ReconcileState.objects.filter(pk=1).values_list("fleet_summary", "last_pass_at").first()
+    if state is not None and state[0] and state[1] is not None and time.time() - state[1].timestamp() < STORED_SUMMARY_FRESH_S:
+        return FleetSummary.from_dict(state[0])
+    return fleet_summary_compute()
+
+
+def fleet_summary_compute() -> FleetSummary:
+    """Two queries for the nodes and the GPUs placed on them, then totals per flavor and per rack."""
     levels = list(FleetSettings.load().topology_levels)
     totals, by_flavor, racks, cells = Totals(), {}, {}, {}
-    for node in node_list():
+    for node in node_states():
         totals.add(node)
-        by_flavor.setdefault(node.flavor.name, Totals()).add(node)
-        labels = node.labels or {}
+        by_flavor.setdefault(node.flavor, Totals()).add(node)
+        labels = node.labels
         rack_name = labels.get(levels[-1], "") if levels else ""
-        key = (tuple(labels.get(level, "") for level in levels), node.flavor.name)
+        key = (tuple(labels.get(level, "") for level in levels), node.flavor)
         rack = racks.get(key)
         if rack is None:
             rack = racks[key] = RackTotals(
-                name=rack_name or "(fleet)", labels={level: labels.get(level, "") for level in levels}, flavor=node.flavor.name
+                name=rack_name or "(fleet)", labels={level: labels.get(level, "") for level in levels}, flavor=node.flavor
             )
         rack.add(node)
         cells.setdefault(key, []).append(_heatmap_cell(node))

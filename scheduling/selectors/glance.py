@@ -8,7 +8,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Sum
+from django.db.models import DurationField, ExpressionWrapper, F
 from django.utils import timezone
 
 from scheduling.models import Job
@@ -63,19 +63,19 @@ class CohortBorrowing:
     """(queue, GPUs lent out), most first."""
 
 
-def queue_glance(*, user, team: str | None = None, now: dt.datetime | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
-    """Four queries: queues with quotas and use, pending GPUs, today's admissions. With `team`: that team's queues,
-    and the borrowing of the cohorts they are in (lending is shared out over the whole cohort all the same)."""
+def queue_glance(*, user, team: str | None = None, now: dt.datetime | None = None,
+                 queues: list | None = None) -> tuple[list[QueueGlance], list[CohortBorrowing]]:
+    """Today's admissions, and `queues` (from selectors.queue_list; read here when not given) with their quotas, use
+    and pending GPUs. With `team`: that team's queues, and the borrowing of the cohorts they are in (lending is
+    shared out over the whole cohort all the same)."""
     now = now or timezone.now()
-    queues = queue_list()
+    queues = queue_list() if queues is None else queues
     own = team_ids_of(user)
-    pending = defaultdict(int)
-    for row in Job.objects.filter(state="pending").values("queue_id", "flavor__name").annotate(gpus=Sum("gpus")).order_by():
-        pending[(row["queue_id"], row["flavor__name"])] = row["gpus"] or 0
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     waits = defaultdict(list)
-    for queue_id, submitted, admitted in Job.objects.filter(admitted_at__gte=midnight).values_list("queue_id", "submitted_at", "admitted_at"):
-        waits[queue_id].append(max(0.0, (admitted - submitted).total_seconds()))
+    wait = ExpressionWrapper(F("admitted_at") - F("submitted_at"), output_field=DurationField())  # one interval a row
+    for queue_id, waited in Job.objects.filter(admitted_at__gte=midnight).annotate(wait=wait).values_list("queue_id", "wait"):
+        waits[queue_id].append(max(0.0, waited.total_seconds()))
 
     glances, lendable, borrowed = [], defaultdict(dict), defaultdict(dict)
     for queue in queues:
@@ -89,7 +89,7 @@ def queue_glance(*, user, team: str | None = None, now: dt.datetime | None = Non
             glance.flavors.append(FlavorGlance(
                 flavor=quota.flavor.name, nominal=quota.nominal, within_nominal_gpus=within,
                 borrowed_gpus=max(0, in_use - quota.nominal), lent_out_gpus=0, free_gpus=unused,
-                pending_gpus=pending[(queue.pk, quota.flavor.name)],
+                pending_gpus=_pending_gpus(queue, quota.flavor.name),
             ))
             if glance.cohort:
                 key = (glance.cohort, quota.flavor.name)
@@ -115,6 +115,12 @@ def queue_glance(*, user, team: str | None = None, now: dt.datetime | None = Non
         for cohort, flavor in sorted(borrowed) if any(borrowed[(cohort, flavor)].values())
     ]
     return glances, cohorts
+
+
+def _pending_gpus(queue, flavor: str) -> int:
+    """As the last reconcile pass counted them (QueueUsage): no sum over every pending job per page view."""
+    usage = getattr(queue, "usage", None)
+    return (usage.pending_gpus or {}).get(flavor, 0) if usage is not None else 0
 
 
 def _attribute_lending(lendable: dict, borrowed: dict) -> dict:

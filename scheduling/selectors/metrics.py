@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from scheduling.core.model import JobState
-from scheduling.models import Job, JobEvent, PlanStatus, PreemptionVictim, QueueQuota, ReconcileState
+from scheduling.models import Explanation, Job, JobEvent, PlanStatus, PreemptionVictim, QueueQuota, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 
 WAIT_BUCKETS_S = (10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600)
@@ -32,10 +33,13 @@ class GangwayCollector:
 def _pending():
     family = GaugeMetricFamily("gangway_pending_workloads", "Pending jobs by queue and blocking reason (the explanation's level).",
                                labels=["queue", "reason"])
-    rows = (Job.objects.filter(state=JobState.PENDING.value).values("queue__name", "explanation__blocking")
-            .annotate(jobs=Count("id")).order_by("queue__name"))
-    for row in rows:
-        family.add_metric([row["queue__name"], row["explanation__blocking"] or "unexplained"], row["jobs"])
+    blocking = dict(Explanation.objects.values_list("key", "data__blocking"))
+    jobs: dict[tuple[str, str], int] = defaultdict(int)
+    for queue, key, count in (Job.objects.filter(state=JobState.PENDING.value).values("queue__name", "explanation_key")
+                              .annotate(jobs=Count("id")).order_by("queue__name").values_list("queue__name", "explanation_key", "jobs")):
+        jobs[(queue, blocking.get(key) or "unexplained")] += count
+    for labels, count in jobs.items():
+        family.add_metric(list(labels), count)
     yield family
 
 
@@ -100,14 +104,12 @@ def _passes():
 
 def _ages(now: float):
     """The oldest explanation and estimate among pending jobs: how stale what the pages show can be."""
-    checked, estimated = [], []
-    for checked_at, estimated_at in Job.objects.filter(state=JobState.PENDING.value).values_list(
-        "explanation__checked_at", "explanation__estimated_at"
-    ):
-        if checked_at is not None:
-            checked.append(float(checked_at))
-        if estimated_at:
-            estimated.append(dt.datetime.fromisoformat(estimated_at).timestamp())
+    pending = Job.objects.filter(state=JobState.PENDING.value)
+    oldest = {
+        "checked": Explanation.objects.filter(key__in=pending.values("explanation_key")).aggregate(at=Min("checked_at"))["at"],
+        "estimated": pending.aggregate(at=Min("estimated_at"))["at"],
+    }
+    checked, estimated = ([moment.timestamp()] if moment else [] for moment in oldest.values())
     for name, helptext, times in (
         ("gangway_explanation_age_seconds", "Age of the oldest pending job's explanation.", checked),
         ("gangway_estimate_age_seconds", "Age of the oldest pending job's start estimate.", estimated),

@@ -27,19 +27,19 @@ def team_members(*, team: Team) -> list[tuple[str, str]]:
     return sorted(rows, key=lambda row: (row[1] != Role.LEAD, row[0]))
 
 
-def allotment_rows() -> list[dict]:
-    """Per team and flavor: the allotment, the nominal quota its queues hold of it, and the GPUs its jobs hold."""
-    nominal = dict(
-        ((row["queue__team_id"], row["flavor_id"]), row["total"])
-        for row in QueueQuota.objects.values("queue__team_id", "flavor_id").annotate(total=Sum("nominal"))
-    )
-    in_use = dict(
-        ((row["queue__team_id"], row["flavor_id"]), row["total"])
-        for row in Job.objects.filter(state__in=HOLDING_STATES).values("queue__team_id", "flavor_id").annotate(total=Sum("gpus"))
-    )
+def allotment_rows(*, queues: list[Queue] | None = None) -> list[dict]:
+    """Per team and flavor: the allotment, the nominal quota its queues hold of it, and the GPUs its jobs hold,
+    summed from `queues` (every queue, from queue_list; read here when not given)."""
+    nominal: dict[tuple, int] = defaultdict(int)
+    in_use: dict[tuple, int] = defaultdict(int)
+    for queue in queue_list() if queues is None else queues:
+        for quota in queue.quotas.all():
+            nominal[(queue.team_id, quota.flavor.name)] += quota.nominal
+        for flavor, gpus in queue.gpus_in_use.items():
+            in_use[(queue.team_id, flavor)] += gpus
     return [
         {"team": a.team.name, "team_id": a.team_id, "flavor": a.flavor.name, "gpus": a.gpus,
-         "in_queues": nominal.get((a.team_id, a.flavor_id), 0), "in_use": in_use.get((a.team_id, a.flavor_id), 0)}
+         "in_queues": nominal.get((a.team_id, a.flavor.name), 0), "in_use": in_use.get((a.team_id, a.flavor.name), 0)}
         for a in TeamAllotment.objects.select_related("team", "flavor").order_by("team__name", "flavor__name")
     ]
 

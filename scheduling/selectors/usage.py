@@ -1,25 +1,27 @@
-"""Usage reads: allocation vs use per team over a window, use over time per team, queue, flavor or job, and the
-idle allocations (held for longer than the grace period, used below the threshold all that time)."""
+"""Usage reads: allocation vs use per team over a window, use over time per team, queue, flavor or job (from the
+queues' and jobs' rollups), and the idle allocations (held for longer than the grace period, used below the
+threshold all that time, as the last collection found)."""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db.models import Min, Sum
+from django.db.models import FloatField, Func, Sum
 
-from scheduling.models import Job, Team, UsageRollup
+from scheduling.models import Flavor, IdleJob, Queue, QueueUsageRollup, Team, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.permissions import is_admin, team_ids_of
 from scheduling.services.common import to_datetime
-from scheduling.services.usage import MINUTE_S
 from scheduling.usage.rollup import UsePoint, use_percent, use_series
 
 WINDOW_S = 3600.0
 WINDOWS = {"1h": (3600, 60), "24h": (24 * 3600, 15 * 60), "7d": (7 * 24 * 3600, 3600)}
 """Chart windows: (length, bin width) in seconds."""
-GROUPINGS = {"team": "team__name", "queue": "queue__name", "flavor": "flavor__name"}
+GROUPINGS = {"team": ("team_id", Team), "queue": ("queue_id", Queue), "flavor": ("flavor_id", Flavor)}
+"""Use over time per: the rollups' column, and the model whose names label the series."""
 
 
 @dataclass
@@ -88,50 +90,54 @@ class UsageSeries:
     def chart(self) -> dict:
         return {
             "name": self.name,
-            "t": [to_datetime(p.start_s).isoformat() for p in self.points],
+            "t": [_iso(p.start_s) for p in self.points],
             "allocated": [p.allocated_gpus for p in self.points],
             "used": [p.used_gpus for p in self.points],
         }
 
 
-def _window(now: float | None, window_s: float):
+class Epoch(Func):
+    """A timestamp as seconds since 1970, computed by the database: thousands of chart rows, no datetime object each."""
+
+    output_field = FloatField()
+    template = "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS double precision)"
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="((julianday(%(expressions)s) - 2440587.5) * 86400.0)", **extra)
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso(start_s: float) -> str:
+    """A bin's start as the charts read it; every series of a page has the same bins."""
+    return to_datetime(start_s).isoformat()
+
+
+def _window(now: float | None, window_s: float, rollups=QueueUsageRollup):
     now = time.time() if now is None else now
-    return now, UsageRollup.objects.filter(start__gte=to_datetime(now - window_s), start__lte=to_datetime(now))
+    return now, rollups.objects.filter(start__gte=to_datetime(now - window_s), start__lte=to_datetime(now))
 
 
-def idle_allocations(*, user, now: float | None = None) -> list[IdleAllocation]:
-    """Jobs holding GPUs since before the grace period whose use over the whole grace period is below the threshold."""
-    grace_s, threshold = settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT
-    # The minute bucket the grace period starts in overlaps it: without it, a grace period of a minute or two
-    # would often hold no bucket at all between two collections, and idle jobs would flicker in and out.
-    now, window = _window(now, grace_s + MINUTE_S)
-    held = {
-        row["id"]: row
-        for row in Job.objects.filter(state__in=HOLDING_STATES, admitted_at__lte=to_datetime(now - grace_s))
-        .values("id", "name", "gpus", "admitted_at", "queue__team_id", "queue__team__name", "queue__name")
-    }
-    per_job = (
-        window.filter(job_id__in=list(held)).values("job_id")
-        .annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s"), first=Min("start")).order_by()
-    )
+def idle_allocations(*, user) -> list[IdleAllocation]:
+    """Jobs holding GPUs since before the grace period whose use over the whole grace period is below the threshold,
+    as the last usage collection found them (IdleJob), of those still holding GPUs."""
     visible_teams = None if is_admin(user) else team_ids_of(user)
     idle = []
-    for row in per_job:
-        util = use_percent(row["used"], row["allocated"])
-        if util is None or util >= threshold:
-            continue
-        job = held[row["job_id"]]
-        is_visible = visible_teams is None or job["queue__team_id"] in visible_teams
+    for row in IdleJob.objects.filter(job__state__in=HOLDING_STATES).values(
+        "job_id", "mean_util_percent", "job__name", "job__gpus", "job__admitted_at", "job__queue__team_id",
+        "job__queue__team__name", "job__queue__name",
+    ):
+        is_visible = visible_teams is None or row["job__queue__team_id"] in visible_teams
         idle.append(IdleAllocation(
-            job_id=job["id"], job_name=job["name"] if is_visible else None, team=job["queue__team__name"],
-            queue=job["queue__name"], gpus=job["gpus"], mean_util_percent=util, idle_since_s=job["admitted_at"].timestamp(),
+            job_id=row["job_id"], job_name=row["job__name"] if is_visible else None, team=row["job__queue__team__name"],
+            queue=row["job__queue__name"], gpus=row["job__gpus"], mean_util_percent=row["mean_util_percent"],
+            idle_since_s=row["job__admitted_at"].timestamp(),
         ))
     idle.sort(key=lambda a: (-a.gpus, a.mean_util_percent, a.job_id))
     return idle
 
 
 def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) -> UsageReport:
-    """Four queries whatever the fleet's size: minutes with data, GPU-seconds per team, held jobs, their use in the grace period."""
+    """Four small queries whatever the fleet's size (the queues' rollups, the idle jobs, the teams)."""
     now, window = _window(now, window_s)
     collections = window.values("start").distinct().count()
     covered_s = min(window_s, collections * 60.0) or window_s  # means over the minutes with data: a fresh install has only a few
@@ -139,7 +145,7 @@ def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) 
         row["team_id"]: row
         for row in window.exclude(team=None).values("team_id").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
     }
-    idle = idle_allocations(user=user, now=now)
+    idle = idle_allocations(user=user)
     idle_gpus: dict[str, int] = {}
     for allocation in idle:
         idle_gpus[allocation.team] = idle_gpus.get(allocation.team, 0) + allocation.gpus
@@ -159,10 +165,13 @@ def usage_over_time(*, by: str, window: str, team: str | None = None, now: float
     now, rows = _window(now, window_s)
     if team is not None:
         rows = rows.filter(team__name=team)
-    key = GROUPINGS[by]
+    key, model = GROUPINGS[by]
+    names = dict(model.objects.values_list("pk", "name"))
     grouped: dict[str, list[tuple[float, float, float]]] = {}
-    for row in rows.exclude(**{key: None}).values(key, "start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by():
-        grouped.setdefault(row[key], []).append((row["start"].timestamp(), row["allocated"], row["used"]))
+    for group, start_s, allocated, used in (rows.exclude(**{key: None}).values(key, "start")
+                                            .annotate(start_s=Epoch("start"), allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s"))
+                                            .order_by().values_list(key, "start_s", "allocated", "used")):
+        grouped.setdefault(names.get(group, f"#{group}"), []).append((start_s, allocated, used))
     series = [_series(name, group_rows, now=now, window_s=window_s, step_s=step_s) for name, group_rows in grouped.items()]
     series.sort(key=lambda s: (-s.allocated_gpu_s, s.name))
     return series
@@ -170,7 +179,7 @@ def usage_over_time(*, by: str, window: str, team: str | None = None, now: float
 
 def job_usage_over_time(*, job_id: int, window: str, now: float | None = None) -> UsageSeries:
     window_s, step_s = WINDOWS[window]
-    now, rows = _window(now, window_s)
+    now, rows = _window(now, window_s, rollups=UsageRollup)
     job_rows = [
         (row["start"].timestamp(), row["allocated"], row["used"])
         for row in rows.filter(job_id=job_id).values("start").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()

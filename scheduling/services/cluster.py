@@ -245,7 +245,7 @@ def _cancel_deleted(*, cluster: Cluster, listed: set[tuple[str, str]], now: floa
     gone = [
         ref for ref in gone
         if Job.objects.filter(pk=ref.job_id, state=JobState.PENDING.value, applied_generation=0)
-        .update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation={})
+        .update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation_key="")
     ]
     JobEvent.objects.bulk_create(
         job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason="workload_deleted",

@@ -1,4 +1,4 @@
-"""Explanations and start estimates of pending jobs (stored in Job.explanation), and quota what-if previews (saved nowhere)."""
+"""Explanations of pending jobs (Explanation rows, one per distinct answer) and their start estimates, and quota what-if previews (saved nowhere)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import hashlib
 import json
 import re
 import time
-from collections import defaultdict
+import operator
+from collections import Counter, defaultdict
 from dataclasses import replace
+from typing import Iterable
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -15,34 +17,94 @@ from django.db import transaction
 
 from scheduling.cluster.base import Cluster
 from scheduling.core.cycle import run_admission_cycle
-from scheduling.core.explain import PassExplanations, explain_pending, iso
-from scheduling.core.model import CycleResult, JobState, Queue, Quota, Snapshot
-from scheduling.models import Job, Team
+from scheduling.core.explain import explain_pending, iso
+from scheduling.core.model import CycleResult, Job as CoreJob, JobState, Queue, Quota, Snapshot
+from scheduling.models import Explanation, Job, Team
 from scheduling.models import Queue as QueueRow
 from scheduling.permissions import is_admin
-from scheduling.services.common import Errors
+from scheduling.services.common import Errors, to_datetime
 from scheduling.services.org import _clean_allotments
-from scheduling.services.plans import plans_settle
 from scheduling.services.queues import UNSET, queue_change_check
 from scheduling.simulation.forecast import what_if
+from scheduling.snapshot_cache import StoredExplanations
 from scheduling.snapshots import snapshot_build
 
 WRITE_CHUNK = 2000
 
 
-def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: float) -> int:
-    """Store the explanation of every pending job the pass considered; returns how many rows were written.
+def explanations_refresh(*, snapshot: Snapshot, decisions: CycleResult, now: float, stored: StoredExplanations) -> int:
+    """Store why every pending job the pass considered waits; returns how many rows were written.
 
-    Computed once per distinct shape; a row is written only when its fingerprint (the explanation without
-    what grows with time alone, such as a fix's GPU-hours) differs from the stored one, so an unchanged
-    queue costs one narrow read per 2,000 jobs and no write. The stored start estimate is kept.
+    Computed once per distinct shape and stored once per distinct answer (Explanation): jobs of one shape share a
+    row, so an answer that changes for 100,000 jobs (the fleet's free GPUs moved) rewrites a few hundred rows. A row
+    is written only when its fingerprint (the explanation without what grows with time alone, such as a fix's
+    GPU-hours) differs from the one `stored` remembers, a job row only when its key does; `stored` (the pass's
+    cache) is kept current. Rows no pending job refers to are deleted every GANGWAY_EXPLAIN_REFRESH_S.
     """
     explained = explain_pending(snapshot, decisions)
-    return _store(explained, now=now, estimates=None)
+    keys = explanation_keys(snapshot.pending, explained.by_job)
+    answers: dict[str, tuple[dict, str]] = {}
+    by_object: dict[int, tuple[dict, str]] = {}
+    for job_id, key in keys.items():
+        if key not in answers:
+            explanation = explained.by_job[job_id]
+            answer = by_object.get(id(explanation))
+            if answer is None:
+                data = explanation.to_dict()
+                answer = by_object[id(explanation)] = (data, explanation_fingerprint(data))
+            answers[key] = answer
+    moment = to_datetime(now)
+    rows = [Explanation(key=key, data=data, fingerprint=fingerprint, checked_at=moment)
+            for key, (data, fingerprint) in answers.items() if stored.fingerprints.get(key) != fingerprint]
+    moved: dict[str, list[int]] = defaultdict(list)
+    for job_id, key in keys.items():
+        if stored.keys.get(job_id) != key:
+            moved[key].append(job_id)
+    is_prune_due = stored.pruned_at is None or now - stored.pruned_at >= settings.GANGWAY_EXPLAIN_REFRESH_S
+    pruned = 0
+    with transaction.atomic():
+        Explanation.objects.bulk_create(rows, batch_size=500, update_conflicts=True, unique_fields=["key"],
+                                        update_fields=["data", "fingerprint", "checked_at"])
+        for key, job_ids in moved.items():
+            for start in range(0, len(job_ids), WRITE_CHUNK):
+                Job.objects.filter(pk__in=job_ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).update(explanation_key=key)
+        if is_prune_due:
+            referred = Job.objects.filter(state=JobState.PENDING.value).exclude(explanation_key="").values("explanation_key")
+            pruned, _ = Explanation.objects.exclude(key__in=referred).delete()
+    stored.fingerprints.update((row.key, row.fingerprint) for row in rows)
+    stored.keys.update(keys)
+    if is_prune_due:
+        stored.pruned_at = now
+        if pruned:
+            stored.fingerprints = dict(Explanation.objects.values_list("key", "fingerprint"))
+    return len(rows) + sum(map(len, moved.values())) + pruned
+
+
+def explanation_keys(pending: Iterable[CoreJob], by_job: dict[int, object]) -> dict[int, str]:
+    """Job id → the key of its explanation row: its shape's ("s:" + a hash of queue, flavor, pod sets, topology,
+    tolerations and priority) when it got the answer most jobs of its shape got, its own ("j:" + id) otherwise
+    (its queue's head, a job in backoff, one with a note of its own). Over 100,000 jobs, hence the C-level maps."""
+    jobs = [job for job in pending if job.id in by_job]
+    ids = [job.id for job in jobs]
+    shapes = list(map(_shape, jobs))
+    answers = list(map(id, map(by_job.__getitem__, ids)))
+    common: dict[tuple, tuple[int, int]] = {}
+    for (shape, answer), count in Counter(zip(shapes, answers)).items():
+        if count > common.get(shape, (0, 0))[1]:
+            common[shape] = (answer, count)
+    shape_keys = {shape: ("s:" + hashlib.sha1(repr(shape).encode()).hexdigest()[:24], answer) for shape, (answer, _) in common.items()}
+    keys = {}
+    for job_id, shape, answer in zip(ids, shapes, answers):
+        key, shared = shape_keys[shape]
+        keys[job_id] = key if answer == shared else f"j:{job_id}"
+    return keys
+
+
+_shape = operator.attrgetter("queue", "flavor", "pod_sets", "topology", "tolerations", "priority")
 
 
 def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:
-    """Run the core forward from the current state and store each pending job's estimated start (and its explanation)."""
+    """Run the core forward from the current state and store each pending job's estimated start."""
     from scheduling.simulation.forecast import forecast
 
     if cluster is None:
@@ -50,18 +112,21 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
 
         cluster = RecordedNodes()
     now = time.time() if now is None else now
-    snapshot, context = snapshot_build(now=now, cluster=cluster)
-    # The plans as the reconcile pass keeps them, so the stored explanations name the plans the pages list.
-    decisions = plans_settle(snapshot=snapshot, decisions=run_admission_cycle(snapshot), open_plans=context.open_plans).decisions
-    explained = explain_pending(snapshot, decisions)
+    snapshot, _ = snapshot_build(now=now, cluster=cluster)
+    waiting = list(run_admission_cycle(snapshot).pending.by_job())
     started = time.perf_counter()
     result = forecast(snapshot, horizon_s=settings.GANGWAY_ESTIMATE_HORIZON_S)
-    estimates = {job_id: result.starts.get(job_id) for job_id in explained.by_job}
-    written = _store(explained, now=now, estimates=estimates)
+    estimates = {job_id: result.starts.get(job_id) for job_id in waiting}
+    moment = to_datetime(now)
+    Job.objects.bulk_update(
+        [Job(pk=job_id, estimated_start=None if start is None else to_datetime(start), estimated_at=moment)
+         for job_id, start in estimates.items()],
+        ["estimated_start", "estimated_at"], batch_size=1000,
+    )
     return {
         "jobs": len(estimates),
         "within_horizon": sum(1 for v in estimates.values() if v is not None),
-        "written": written,
+        "written": len(estimates),
         "forecast_s": round(time.perf_counter() - started, 3),
         "cycles": result.cycles,
     }
@@ -75,41 +140,6 @@ def explanation_fingerprint(data: dict) -> str:
     stable = {**data, "fixes": [{k: v for k, v in fix.items() if k != "cost_gpu_hours"} for fix in data["fixes"]]}
     text = GPU_HOURS.sub("GPU-h", json.dumps(stable, sort_keys=True))
     return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-def _store(explained: PassExplanations, *, now: float, estimates: dict[int, float | None] | None) -> int:
-    """Without `estimates`: write the rows whose fingerprint changed, keeping their stored estimate. With them
-    (the forecast): write every row, with its new estimate."""
-    by_explanation: dict[int, tuple[dict, str]] = {}
-    for explanation in {id(e): e for e in explained.by_job.values()}.values():
-        data = explanation.to_dict()
-        by_explanation[id(explanation)] = (data, explanation_fingerprint(data))
-    ids = list(explained.by_job)
-    stored: dict[int, str] = {}
-    for start in range(0, len(ids), WRITE_CHUNK):
-        stored.update(Job.objects.filter(pk__in=ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value)
-                      .values_list("id", "explanation_fingerprint"))
-    changed = [job_id for job_id in ids if job_id in stored
-               and (estimates is not None or stored[job_id] != by_explanation[id(explained.by_job[job_id])][1])]
-    if estimates is not None:
-        kept = {job_id: (iso(estimates.get(job_id)), iso(now)) for job_id in changed}
-    else:
-        kept = {}
-        for start in range(0, len(changed), WRITE_CHUNK):
-            kept.update((row[0], row[1:]) for row in Job.objects.filter(pk__in=changed[start : start + WRITE_CHUNK]).values_list(
-                "id", "explanation__estimated_start", "explanation__estimated_at"))
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for job_id in changed:
-        groups[(id(explained.by_job[job_id]), *kept.get(job_id, (None, None)))].append(job_id)
-    written = 0
-    with transaction.atomic():
-        for (explanation_id, estimated_start, estimated_at), job_ids in groups.items():
-            data, fingerprint = by_explanation[explanation_id]
-            value = {**data, "checked_at": now, "estimated_start": estimated_start, "estimated_at": estimated_at}
-            for start in range(0, len(job_ids), WRITE_CHUNK):
-                written += Job.objects.filter(pk__in=job_ids[start : start + WRITE_CHUNK], state=JobState.PENDING.value).update(
-                    explanation=value, explanation_fingerprint=fingerprint)
-    return written
 
 
 # --- what-if previews: computed on the current state, nothing saved -------------------------------------------

@@ -1,4 +1,4 @@
-"""Fleet writes: sync the Node rows and topology levels to a fleet file, in one transaction."""
+"""Fleet writes: sync the Node rows and topology levels to a fleet file, in one transaction; record the fleet summary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from django.db import transaction
 from django.db.models import Count
 
 from scheduling.fleetfile import FleetFileError, FleetSpec
-from scheduling.models import FleetSettings, Flavor, Node
+from scheduling.models import FleetSettings, Flavor, Node, ReconcileState
+from scheduling.selectors.fleet import fleet_summary_compute
 from scheduling.services.common import reconcile_after_commit
 
 
@@ -86,3 +87,10 @@ def _holding_filter():
     from scheduling.models.jobs import HOLDING_STATES
 
     return Q(placements__job__state__in=HOLDING_STATES)
+
+
+def fleet_summary_record() -> None:
+    """The totals per flavor and rack and the heatmap the fleet page and API show (selectors.fleet_summary),
+    computed once by the pass that changed them rather than on every page view."""
+    ReconcileState.objects.filter(pk=1).update(fleet_summary=fleet_summary_compute().as_dict())
+

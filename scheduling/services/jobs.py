@@ -143,7 +143,8 @@ def job_submit(
     now: float | None = None,
     validate_only: bool = False,
 ) -> Job | None:
-    """Validate and store a pending gang; a reconcile pass runs after commit. With a pod template the gang
+    """Validate and store a pending gang, returned with the pod set rows and event written (`written`); a reconcile
+    pass runs after commit. With a pod template the gang
     is also created in a Kubernetes cluster (GANGWAY_CLUSTER=kubernetes) as a suspended, gated Job.
     The job runs at `priority_class` (None: the default class) and gets its value; only admins give a raw
     `priority`, which then overrides the class's value. `validate_only`: check everything, store nothing."""
@@ -210,10 +211,9 @@ def job_submit(
         state=JobState.PENDING.value,
     )
     pod_set_rows = PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
-    submitted = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
-    submitted.save()
-    # The rows go back with the job, so the answer to the submission (selectors.job_submitted) needs no second read.
-    job.pod_set_rows, job.submitted_event = pod_set_rows, submitted
+    event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
+    event.save()
+    job.written = (pod_set_rows, event)  # what a caller shows of the new job without reading it back (job_submitted)
     if pod_template is not None:
         job.pod_template = pod_template
         job.tolerations = _pod_template_tolerations(pod_template)
@@ -240,7 +240,7 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     previous = job.state
     # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
     # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
-    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation={})
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation_key="")
     job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()

@@ -17,14 +17,16 @@ from scheduling.cluster.base import Cluster, GangRelease, WorkloadPhase, Workloa
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
 from scheduling.core.model import CycleResult, JobState, PodPlacement
-from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, QueueUsage, ReconcileState
+from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.common import to_datetime
 from scheduling.services.explanations import explanations_refresh
+from scheduling.services.fleet import fleet_summary_record
 from scheduling.services.jobs import job_event
 from scheduling.services.plans import SettledPlans, plans_settle
-from scheduling.snapshots import SnapshotContext, snapshot_build
+from scheduling.snapshot_cache import PASS_CACHE, SnapshotCache
+from scheduling.snapshots import SnapshotContext
 
 logger = logging.getLogger("scheduling.reconcile")
 
@@ -64,6 +66,11 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
 
         cluster = get_cluster()
     now = time.time() if now is None else now
+    with PASS_CACHE.lock:
+        return _pass(cache=PASS_CACHE, now=now, cluster=cluster)
+
+
+def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileResult:
     result = ReconcileResult()
     phase = _phase_timer(result.phases_s)
     with transaction.atomic():
@@ -71,35 +78,61 @@ def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = N
         with phase("observe"):
             _observe_workloads(cluster=cluster, now=now, result=result)
         with phase("snapshot"):
-            snapshot, context = snapshot_build(now=now, cluster=cluster)
+            cached = cache.snapshot(now=now, cluster=cluster, passes=state.passes, explanations_version=state.explanations_version)
+            snapshot, context = cached.snapshot, cached.context
         with phase("cycle"):
             settled = plans_settle(snapshot=snapshot, decisions=run_admission_cycle(snapshot), open_plans=context.open_plans)
             decisions = settled.decisions
         with phase("persist"):
             _persist(decisions=decisions, context=context, now=now, result=result, settled=settled)
-        _decay_usage(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
-                     half_life_s=snapshot.config.usage_half_life_s)
+        _queue_usage_update(context=context, now=now, last_pass_at=state.last_pass_at.timestamp() if state.last_pass_at else None,
+                            half_life_s=snapshot.config.usage_half_life_s,
+                            pending_gpus=_pending_gpus(snapshot, result, cached.partial_queue_ids)
+                            if cached.is_changed or result.admitted or result.preempted or result.evicted else None)
         state.last_pass_at = to_datetime(now)
         state.passes = F("passes") + 1
         state.lost_races = F("lost_races") + len(result.lost_races)
         state.save(update_fields=["last_pass_at", "passes", "lost_races"])
+    cache.committed(cached.pass_number)
     _fault_after_commit(result)
     with phase("apply"):
         _apply(cluster=cluster, now=now, result=result)
     # After commit, outside the row lock: submissions and quota edits need not wait for explanations. A row
     # that left pending meanwhile is skipped; one whose state changed is explained again by the next pass.
-    with phase("explain"):
-        explanations_refresh(snapshot=snapshot, decisions=decisions, now=now)
+    if cached.is_fleet_changed or result.admitted or result.finished or result.preempted or result.evicted:
+        with phase("fleet"):
+            fleet_summary_record()
+    written = 0
+    if _explanations_due(cache=cache, cached=cached, decisions=decisions, result=result, now=now):
+        with phase("explain"):
+            written = explanations_refresh(snapshot=snapshot, decisions=decisions, now=now, stored=cache.stored)
+            cache.explained_at = now
     ReconcileState.objects.filter(pk=1).update(
         last_pass_phases_s={name: round(s, 4) for name, s in result.phases_s.items()},
         cluster_errors=F("cluster_errors") + len(result.apply_failed),
+        explanations_version=F("explanations_version") + (1 if written else 0),
     )
+    if written:
+        # Another writer in between (the estimates task, another worker's pass) makes this process read the stored
+        # fingerprints again next pass.
+        version = ReconcileState.objects.values_list("explanations_version", flat=True).get(pk=1)
+        cache.explanations_version = version if version == state.explanations_version + 1 else None
     if result.admitted or result.finished or result.preempted or result.evicted:
         logger.info(
             "reconcile: admitted %s started %s finished %s preempted %s evicted %s",
             result.admitted, result.started, result.finished, result.preempted, result.evicted,
         )
     return result
+
+
+def _explanations_due(*, cache: SnapshotCache, cached, decisions: CycleResult, result: ReconcileResult, now: float) -> bool:
+    """Explain when anything an explanation is made of may have changed: the rows, nodes, queues or plans the
+    snapshot holds, or the cycle's decisions. What changes with time alone (how long a victim has run, when a
+    running job should end) is brought up to date every GANGWAY_EXPLAIN_REFRESH_S."""
+    return (
+        cached.is_changed or bool(result.admitted or result.evicted or result.proposed_plans or result.lost_races)
+        or cache.explained_at is None or now - cache.explained_at >= settings.GANGWAY_EXPLAIN_REFRESH_S
+    )
 
 
 def _phase_timer(phases_s: dict[str, float]):
@@ -159,7 +192,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
     if not released:
         return
     statuses = cluster.workload_statuses([_ref(j, j["applied_generation"]) for j in released], now)
-    pods = _pods_by_job([j["id"] for j in released])
+    pods = _pods_by_job([j["id"] for j in released if j["state"] == JobState.ADMITTED])  # running ones are ready already
     events = []
     moment = to_datetime(now)
     for job in released:
@@ -174,7 +207,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
             continue
         if status.phase in (WorkloadPhase.SUCCEEDED, WorkloadPhase.FAILED):
             final = JobState.SUCCEEDED if status.phase is WorkloadPhase.SUCCEEDED else JobState.FAILED
-            if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment, explanation={}):
+            if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment):
                 Placement.objects.filter(job_id=job["id"]).delete()  # placements are the current admission's only
                 events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
                 result.finished.append(job["id"])
@@ -233,8 +266,8 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         if not _transition(
             admission.job_id, expected=expected, result=result, what=JobState.ADMITTED.value,
             state=JobState.ADMITTED.value, admitted_at=moment, started_at=None, ready_pods=0,
-            admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing, explanation={},
-            explanation_fingerprint="",  # requeued later, it is explained afresh
+            admission_generation=F("admission_generation") + 1, is_borrowing=admission.is_borrowing,
+            explanation_key="", estimated_start=None, estimated_at=None,  # requeued later, it is explained afresh
         ):
             continue
         preempted = [
@@ -362,15 +395,42 @@ def _plan_row_update(row: PreemptionPlan, planned, *, victims_before: set[int], 
         row.save(update_fields=changed)
 
 
-def _decay_usage(*, context: SnapshotContext, now: float, last_pass_at: float | None, half_life_s: float) -> None:
+def _queue_usage_update(*, context: SnapshotContext, now: float, last_pass_at: float | None, half_life_s: float,
+                        pending_gpus: dict[str, dict[str, int]] | None) -> None:
+    """Decay each queue's usage by the time since the last pass; record its pending GPUs when they were counted again."""
     elapsed_s = 0.0 if last_pass_at is None else max(0.0, now - last_pass_at)
-    if elapsed_s <= 0:
+    if elapsed_s <= 0 and pending_gpus is None:
         return
     rows = list(QueueUsage.objects.select_related("queue"))
     for row in rows:
-        row.usage_gpu_s = decay_usage(row.usage_gpu_s, context.gpus_in_use_by_queue.get(row.queue.name, 0), elapsed_s, half_life_s)
-        row.updated_at = to_datetime(now)
-    QueueUsage.objects.bulk_update(rows, ["usage_gpu_s", "updated_at"])
+        if elapsed_s > 0:
+            row.usage_gpu_s = decay_usage(row.usage_gpu_s, context.gpus_in_use_by_queue.get(row.queue.name, 0), elapsed_s, half_life_s)
+            row.updated_at = to_datetime(now)
+        if pending_gpus is not None:
+            row.pending_gpus = pending_gpus.get(row.queue.name, {})
+    QueueUsage.objects.bulk_update(rows, ["usage_gpu_s", "updated_at", *(["pending_gpus"] if pending_gpus is not None else [])])
+
+
+def _pending_gpus(snapshot, result: ReconcileResult, partial_queue_ids: list[int]) -> dict[str, dict[str, int]]:
+    """Per queue and flavor, the GPUs its pending jobs ask for once this pass's decisions hold: counted from the
+    snapshot, and in the database for the queues with more pending jobs than the snapshot holds."""
+    admitted, requeued = set(result.admitted), {*result.preempted, *result.evicted}
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for job in snapshot.pending:
+        if job.id not in admitted:
+            totals[job.queue][job.flavor] += job.gpus
+    for job in snapshot.admitted:
+        if job.id in requeued:
+            totals[job.queue][job.flavor] += job.gpus
+    if partial_queue_ids:
+        counted = Job.objects.filter(state=JobState.PENDING.value, queue_id__in=partial_queue_ids)
+        for name in Queue.objects.filter(pk__in=partial_queue_ids).values_list("name", flat=True):
+            totals[name] = defaultdict(int)
+        for queue, flavor, gpus in counted.values("queue__name", "flavor__name").annotate(gpus=Sum("gpus")).values_list(
+            "queue__name", "flavor__name", "gpus"
+        ):
+            totals[queue][flavor] = gpus
+    return {queue: dict(by_flavor) for queue, by_flavor in totals.items()}
 
 
 # 4 -- apply after commit ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Usage writes: collect one round of GPU use samples (Prometheus/DCGM or simulated), attribute them to jobs and teams,
-and keep allocation vs use as per-minute rollups per job, compacted to hours after a day."""
+keep allocation vs use as per-minute rollups per job and per queue, compacted to hours after a day, and record which
+jobs hold GPUs they do not use (idle allocations)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from django.db import transaction
 from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
-from scheduling.models import GpuUsageSample, Job, Placement, UsageRollup
+from scheduling.models import GpuUsageSample, IdleJob, Job, Placement, QueueUsageRollup, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services.common import to_datetime
 from scheduling.usage import GpuUsageSample as Sample
 from scheduling.usage import PrometheusUsageCollector, simulated_usage
-from scheduling.usage.rollup import job_uses
+from scheduling.usage.rollup import job_uses, use_percent
 
 logger = logging.getLogger("scheduling.usage")
 UsageSource = Callable[[float, list[tuple[int, str, int]]], list[Sample]]
@@ -107,7 +108,9 @@ def usage_collect(*, now: float | None = None, source: UsageSource | None = None
     rollups = _rollups_add(now=now, allocations=allocations, jobs=jobs, samples=rows)
     compacted = _rollups_compact(now=now)
     pruned, _ = GpuUsageSample.objects.filter(at__lt=to_datetime(now - settings.GANGWAY_USAGE_RAW_RETENTION_S)).delete()
-    UsageRollup.objects.filter(start__lt=to_datetime(now - settings.GANGWAY_USAGE_RETENTION_S)).delete()
+    for model in (UsageRollup, QueueUsageRollup):
+        model.objects.filter(start__lt=to_datetime(now - settings.GANGWAY_USAGE_RETENTION_S)).delete()
+    idle_jobs_record(now=now)
     return UsageCollectResult(samples=len(rows), attributed=sum(1 for r in rows if r.job_id is not None), pruned=pruned,
                               rollups=rollups, compacted=compacted)
 
@@ -133,7 +136,20 @@ def _rollups_add(*, now: float, allocations, jobs: dict[int, dict], samples: lis
         for use in job_uses(held, utils) if use.job_id in jobs
     ]
     UsageRollup.objects.bulk_create(rollups, batch_size=2000)
+    QueueUsageRollup.objects.bulk_create(_per_queue(rollups, lambda row: (row.start, row.bucket_s, row.team_id, row.queue_id, row.flavor_id)))
     return len(rollups)
+
+
+def _per_queue(rollups, key) -> list[QueueUsageRollup]:
+    """Job rollups summed per (start, bucket, team, queue, flavor) as `key` reads them from a row."""
+    sums: dict[tuple, list[float]] = {}
+    for row in rollups:
+        total = sums.setdefault(key(row), [0.0, 0.0])
+        total[0] += row.allocated_gpu_s
+        total[1] += row.used_gpu_s
+    return [QueueUsageRollup(start=start, bucket_s=bucket_s, team_id=team, queue_id=queue, flavor_id=flavor,
+                             allocated_gpu_s=allocated, used_gpu_s=used)
+            for (start, bucket_s, team, queue, flavor), (allocated, used) in sums.items()]
 
 
 def _rollups_compact(*, now: float) -> int:
@@ -146,10 +162,33 @@ def _rollups_compact(*, now: float) -> int:
         old.annotate(hour=TruncHour("start")).values("hour", "job_id", "team_id", "queue_id", "flavor_id")
         .annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
     )
-    UsageRollup.objects.bulk_create([
+    hourly = [
         UsageRollup(start=row["hour"], bucket_s=HOUR_S, job_id=row["job_id"], team_id=row["team_id"], queue_id=row["queue_id"],
                     flavor_id=row["flavor_id"], allocated_gpu_s=row["allocated"], used_gpu_s=row["used"])
         for row in hours
-    ], batch_size=2000)
+    ]
+    UsageRollup.objects.bulk_create(hourly, batch_size=2000)
+    QueueUsageRollup.objects.filter(bucket_s=MINUTE_S, start__lt=to_datetime(cutoff_s - cutoff_s % HOUR_S)).delete()
+    QueueUsageRollup.objects.bulk_create(_per_queue(hourly, lambda row: (row.start, HOUR_S, row.team_id, row.queue_id, row.flavor_id)))
     merged, _ = old.delete()
     return merged
+
+
+def idle_jobs_record(*, now: float) -> None:
+    """Replace the idle allocations: jobs holding GPUs since before the grace period whose use over the whole grace
+    period is below the threshold (GANGWAY_IDLE_GRACE_S, GANGWAY_IDLE_THRESHOLD_PERCENT)."""
+    grace_s, threshold = settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT
+    held = Job.objects.filter(state__in=HOLDING_STATES, admitted_at__lte=to_datetime(now - grace_s))
+    # The minute bucket the grace period starts in overlaps it, so it counts: the mean covers the whole grace period,
+    # and a grace period of a minute or two always holds a bucket before this collection's.
+    per_job = (
+        UsageRollup.objects.filter(start__gt=to_datetime(now - grace_s - MINUTE_S), start__lte=to_datetime(now), job__in=held)
+        .values("job_id").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
+    )
+    idle = []
+    for row in per_job:
+        util = use_percent(row["used"], row["allocated"])
+        if util is not None and util < threshold:
+            idle.append(IdleJob(job_id=row["job_id"], mean_util_percent=util))
+    IdleJob.objects.all().delete()
+    IdleJob.objects.bulk_create(idle)

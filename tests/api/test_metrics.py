@@ -45,7 +45,7 @@ def test_queue_usage_nominal_and_borrowed(scraped):
 
 def test_pass_phases_and_counters(scraped):
     phases = {s.labels["phase"] for s in scraped["gangway_reconcile_pass_duration_seconds"].samples}
-    assert phases == {"observe", "snapshot", "cycle", "persist", "explain", "apply"}
+    assert phases == {"observe", "snapshot", "cycle", "persist", "apply", "fleet", "explain"}  # a first pass has all
     assert samples(scraped["gangway_reconcile_passes"]) == [1.0]
     assert samples(scraped["gangway_transition_conflicts"]) == [0.0]
     assert "gangway_cluster_api_errors" in scraped and "gangway_preempted_workloads" in scraped

@@ -7,7 +7,7 @@ import pytest
 
 from scheduling.models import Job, Queue
 from scheduling.services import admission_cycle_run
-from tests.conftest import H100, job_body
+from tests.conftest import H100, job_body, stored_explanation
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ def test_a_non_preemptible_job_cannot_borrow_the_other_teams_lent_quota(client_a
 
     assert job_id not in result.admitted
     job = Job.objects.get(pk=job_id)
-    assert job.explanation["blocking"] == "quota" and job.explanation["quota"]["limit"] == "not_preemptible"
+    assert stored_explanation(job)["blocking"] == "quota" and stored_explanation(job)["quota"]["limit"] == "not_preemptible"
     owner = client_as("vision-researcher").post("/api/v1/jobs/", job_body(topology={}, pod_sets=[
         {"name": "worker", "count": 4, "gpus_per_pod": 8}]), format="json").json()["id"]
     assert owner in admission_cycle_run().admitted, "vision's own nominal quota is there for it, with no plan needed"

@@ -57,3 +57,4 @@ def test_the_reconcile_pass_reads_a_bounded_number_of_queries(org, django_assert
         admission_cycle_run()
     reads = [q for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
     assert len(reads) < 40, len(reads)
+

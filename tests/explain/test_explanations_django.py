@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from scheduling.models import Job, JobEvent, PreemptionPlan, Queue, QueueQuota, TeamAllotment
 from scheduling.services import admission_cycle_run, job_submit
 from scheduling.services.explanations import estimates_refresh
-from tests.conftest import H100
+from tests.conftest import H100, stored_explanation
 
 T0 = 1_800_000_000.0
 
@@ -40,16 +40,16 @@ def busy(org):
 
 def test_the_pass_stores_the_ordered_explanation_and_an_estimate_survives_the_next_pass(busy, org):
     gang = busy["gang"]
-    e = gang.explanation
+    e = stored_explanation(gang)
     assert e["blocking"] == "quota" and e["quota"]["requested"] == 32 and e["quota"]["in_use"] == 32
     assert {"fit", "nodes", "health", "fixes"} <= set(e) and e["fixes"][0]["action"] == "wait"
     summary = estimates_refresh(now=T0 + 40)
     assert summary["jobs"] == 2 and summary["within_horizon"] == 2
     gang.refresh_from_db()
-    assert gang.explanation["estimated_start"] and gang.explanation["estimated_at"]
+    assert stored_explanation(gang)["estimated_start"] and stored_explanation(gang)["estimated_at"]
     admission_cycle_run(now=T0 + 50)
     gang.refresh_from_db()
-    assert gang.explanation["estimated_start"]  # a pass keeps the estimate beside the refreshed explanation
+    assert stored_explanation(gang)["estimated_start"]  # a pass keeps the estimate beside the refreshed explanation
 
 
 def test_the_api_returns_the_explanation_with_the_live_queue_position(busy, client_as):
@@ -93,7 +93,7 @@ def _state():
         list(QueueQuota.objects.order_by("pk").values_list("queue__name", "nominal", "borrowing_limit", "lending_limit")),
         list(Queue.objects.order_by("pk").values_list("name", "weight", "strategy", "cohort_id")),
         list(TeamAllotment.objects.order_by("pk").values_list("team__name", "gpus")),
-        list(Job.objects.order_by("pk").values_list("id", "state", "explanation")),
+        list(Job.objects.order_by("pk").values_list("id", "state", "explanation_key")),
         JobEvent.objects.count(),
         PreemptionPlan.objects.count(),
     )

@@ -140,6 +140,8 @@ def test_a_worker_killed_between_commit_and_apply_is_healed_exactly_once_by_the_
 class SlowCluster(SimulatedCluster):
     """Reading the nodes takes a while, so two passes started together overlap unless a guard serialises them."""
 
+    lists_node_rows = False  # list_nodes is this test's hook: the pass must call it every time
+
     def __init__(self):
         self.reads: list[tuple[float, float]] = []
 

@@ -6,6 +6,7 @@ from django.core.management import call_command
 from django.db.models import Sum
 
 from scheduling.models import Job, Node, PlanStatus, PreemptionPlan, Queue, QueueQuota, Team, TeamAllotment
+from tests.conftest import stored_explanation
 
 
 def test_seed_demo_is_idempotent_and_leaves_running_and_pending_jobs(db, settings):
@@ -19,7 +20,7 @@ def test_seed_demo_is_idempotent_and_leaves_running_and_pending_jobs(db, setting
     states = set(Job.objects.values_list("state", flat=True))
     assert "running" in states and "pending" in states
     big = Job.objects.get(name="frontier-pretrain-48x8")
-    assert big.state == "pending" and big.explanation["blocking"] == "quota"
+    assert big.state == "pending" and stored_explanation(big)["blocking"] == "quota"
     # Its team lent the quota it needs: reclaiming it is a cross-team plan that waits for the admin.
     assert PreemptionPlan.objects.get(job=big).status == PlanStatus.PROPOSED
 

@@ -11,6 +11,7 @@ from scheduling.core.model import JobState
 from scheduling.models import Job, JobEvent, PlanStatus, PreemptionPlan
 from scheduling.services import admission_cycle_run, preemption_approve
 from scheduling.snapshots import snapshot_build
+from tests.conftest import stored_explanation
 from tests.services.test_reconcile import T0, submit
 
 pytestmark = pytest.mark.usefixtures("every_plan_runs")
@@ -34,7 +35,7 @@ def test_a_plan_awaiting_approval_is_proposed_again_from_the_database_without_pl
     admission_cycle_run(now=T0 + 5)
     assert list(PreemptionPlan.objects.filter(job=owner).values_list("pk", "state_fingerprint")) == [(row.pk, row.state_fingerprint)]
     owner.refresh_from_db()
-    preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
+    preempt = next(f for f in stored_explanation(owner)["fixes"] if f["action"] == "preempt")
     assert "reclaiming 64 GPUs lent to language-main" in preempt["detail"]
 
 
@@ -55,8 +56,7 @@ def test_a_plan_keeps_its_row_while_the_state_changes_and_runs_once_approved_tho
     admission_cycle_run(now=T0 + 9)
     assert list(PreemptionPlan.objects.filter(job=owner).values_list("pk", "status")) == [(row.pk, PlanStatus.PROPOSED)]
     assert list(PreemptionPlan.objects.get(pk=row.pk).victims.values_list("pk", flat=True)) == [victim.pk]
-    owner.refresh_from_db()
-    preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
+    preempt = next(f for f in stored_explanation(owner)["fixes"] if f["action"] == "preempt")
     assert preempt["jobs"] == [victim.pk], "the page's fix names the plan the admin sees"
 
     preemption_approve(actor=org["admin"], plan_id=row.pk)

@@ -9,7 +9,7 @@ from scheduling.cluster.simulated import SimulatedCluster, simulated_duration_s
 from scheduling.core.model import JobState
 from scheduling.models import Job, JobEvent, Node, QueueQuota, Placement, PlanStatus, PreemptionPlan, QueueUsage, SimulatedWorkload
 from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve, priority_class_create
-from tests.conftest import H100
+from tests.conftest import H100, stored_explanation
 
 pytestmark = pytest.mark.usefixtures("every_plan_runs")
 
@@ -71,8 +71,8 @@ def test_a_gang_beyond_quota_and_free_gpus_waits_with_its_reason_while_smaller_j
     assert state(small) == JobState.RUNNING and state(other) == JobState.RUNNING
     big.refresh_from_db()
     assert big.state == JobState.PENDING
-    assert big.explanation["blocking"] in {"quota", "fit"}
-    assert "32" in big.explanation["summary"]
+    assert stored_explanation(big)["blocking"] in {"quota", "fit"}
+    assert "32" in stored_explanation(big)["summary"]
     assert not Placement.objects.filter(job=big).exists()
 
     # Advance the clock past every running job's simulated duration: they succeed, the gang gets in.
@@ -92,7 +92,7 @@ def test_a_whole_node_gang_waits_on_fit_when_free_gpus_are_scattered(org):
     assert state(halves) == JobState.ADMITTED
     whole.refresh_from_db()
     assert whole.state == JobState.PENDING
-    assert whole.explanation["blocking"] == "fit"
+    assert stored_explanation(whole)["blocking"] == "fit"
 
 
 def test_a_higher_priority_class_goes_first_within_a_queue(org):
@@ -187,8 +187,8 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
     assert plan.teams_affected == ["language"]
     assert list(plan.victims.values_list("id", flat=True)) == [borrower.pk]
     owner.refresh_from_db()
-    assert owner.explanation["blocking"] == "quota" and owner.explanation["quota"]["limit"] == "lent_out"
-    preempt = next(f for f in owner.explanation["fixes"] if f["action"] == "preempt")
+    assert stored_explanation(owner)["blocking"] == "quota" and stored_explanation(owner)["quota"]["limit"] == "lent_out"
+    preempt = next(f for f in stored_explanation(owner)["fixes"] if f["action"] == "preempt")
     assert preempt["needs_approval"] and preempt["jobs"] == [borrower.pk] and "awaiting an admin's approval" in preempt["detail"]
 
     admission_cycle_run(now=T0 + 5)  # the same plan again: still one open plan

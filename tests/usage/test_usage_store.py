@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.models import GpuUsageSample, Job, UsageRollup
+from scheduling.models import GpuUsageSample, Job, QueueUsageRollup, UsageRollup
 from scheduling.selectors import usage_over_time, usage_report
 from scheduling.services import admission_cycle_run, job_submit, usage_collect
 from scheduling.usage import GpuUsageSample as Sample
@@ -34,7 +34,8 @@ def fixed_util(util_by_job: dict[int, float]):
 
 
 @pytest.fixture
-def busy_and_idle(org):
+def busy_and_idle(org, settings):
+    settings.GANGWAY_IDLE_GRACE_S = 120
     busy = submit(org, count=2, name="busy")
     idle = submit(org, user="language-researcher", queue="language-main", count=1, name="notebook")
     admission_cycle_run(now=T0 + 1)
@@ -55,9 +56,8 @@ def test_the_simulated_source_samples_every_allocated_gpu_with_its_job_and_team(
     assert GpuUsageSample.objects.values("node_name").distinct().count() == 2
 
 
-def test_allocation_vs_use_per_team_and_the_idle_allocation(busy_and_idle, org, settings):
+def test_allocation_vs_use_per_team_and_the_idle_allocation(busy_and_idle, org):
     busy, idle = busy_and_idle
-    settings.GANGWAY_IDLE_GRACE_S = 120
 
     report = usage_report(user=org["admin"], now=T0 + 200, window_s=180)
 
@@ -67,21 +67,41 @@ def test_allocation_vs_use_per_team_and_the_idle_allocation(busy_and_idle, org, 
     assert [(a.job_id, a.job_name, a.team, a.gpus, a.mean_util_percent) for a in report.idle] == [(idle.pk, "notebook", "language", 8, 4.0)]
 
 
-def test_a_job_is_an_idle_allocation_only_after_the_grace_period(busy_and_idle, org, settings):
+def test_a_job_is_an_idle_allocation_only_after_the_grace_period_as_the_last_collection_found(busy_and_idle, org, settings):
     busy, idle = busy_and_idle
-    settings.GANGWAY_IDLE_GRACE_S = 600  # admitted at T0 + 1: not idle for ten minutes yet at T0 + 200
-    assert usage_report(user=org["admin"], now=T0 + 200).idle == []
+    source = fixed_util({busy.pk: 90.0, idle.pk: 4.0})
+    settings.GANGWAY_IDLE_GRACE_S = 600  # admitted at T0 + 1: not idle for ten minutes yet at T0 + 240
+    usage_collect(now=T0 + 240, source=source)
+    assert usage_report(user=org["admin"], now=T0 + 250).idle == []
     settings.GANGWAY_IDLE_GRACE_S = 120
-    assert [a.job_id for a in usage_report(user=org["admin"], now=T0 + 200).idle] == [idle.pk]
+    usage_collect(now=T0 + 300, source=source)
+    assert [a.job_id for a in usage_report(user=org["admin"], now=T0 + 310).idle] == [idle.pk]
+
+
+def test_the_queues_rollups_add_up_to_the_jobs_rollups(busy_and_idle):
+    from django.db.models import Sum
+
+    totals = [model.objects.aggregate(a=Sum("allocated_gpu_s"), u=Sum("used_gpu_s")) for model in (UsageRollup, QueueUsageRollup)]
+    assert totals[0] == totals[1] and QueueUsageRollup.objects.count() == 6  # three minutes of two queues
 
 
 @pytest.mark.parametrize("seconds_after_the_last_collection", [5, 59, 110])
 def test_an_idle_job_stays_flagged_between_collections_with_a_grace_period_of_a_minute(busy_and_idle, org, settings,
                                                                                      seconds_after_the_last_collection):
-    busy, idle = busy_and_idle  # collected at T0 + 60, + 120, + 180: minute buckets starting at T0 + 60, + 120, + 180
+    busy, idle = busy_and_idle
     settings.GANGWAY_IDLE_GRACE_S = 60
-    now = T0 + 180 + seconds_after_the_last_collection
+    usage_collect(now=T0 + 240, source=fixed_util({busy.pk: 90.0, idle.pk: 4.0}))
+    now = T0 + 240 + seconds_after_the_last_collection
     assert [a.job_id for a in usage_report(user=org["admin"], now=now).idle] == [idle.pk]
+
+
+def test_the_minute_bucket_the_grace_period_starts_in_counts_toward_an_idle_jobs_mean(org, settings):
+    settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT = 60, 10
+    job = submit(org, count=1)
+    admission_cycle_run(now=T0 + 1)
+    usage_collect(now=T0 + 60, source=fixed_util({job.pk: 0.0}))  # the bucket from T0 + 60, where the grace period starts
+    usage_collect(now=T0 + 150, source=fixed_util({job.pk: 15.0}))  # the bucket from T0 + 120; grace period T0 + 90 .. 150
+    assert [(a.job_id, a.mean_util_percent) for a in usage_report(user=org["admin"], now=T0 + 155).idle] == [(job.pk, 7.5)]
 
 
 def test_each_collection_adds_a_minute_rollup_per_held_job_with_use_capped_at_allocation(org):
@@ -176,6 +196,7 @@ def move_to_now() -> None:
     now = timezone.now()
     GpuUsageSample.objects.update(at=now - datetime.timedelta(minutes=1))
     UsageRollup.objects.update(start=now - datetime.timedelta(minutes=1))
+    QueueUsageRollup.objects.update(start=now - datetime.timedelta(minutes=1))
     Job.objects.update(admitted_at=now - datetime.timedelta(hours=1))
 
 

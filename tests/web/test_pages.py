@@ -9,7 +9,7 @@ import pytest
 from scheduling.models import Job, QueueQuota, TeamAllotment
 from scheduling.services import admission_cycle_run
 from portal.staticfinders import vendored_path
-from tests.conftest import H100
+from tests.conftest import H100, stored_explanation
 
 
 POD_SET_FIELDS = ("name", "count", "gpus_per_pod")
@@ -95,7 +95,7 @@ def test_a_pending_job_page_explains_why(browser_as):
     admission_cycle_run()
     pending = Job.objects.get(state="pending")
     page = client.get(f"/jobs/{pending.pk}/").content.decode()
-    assert "Why is it pending?" in page and pending.explanation["blocking"] in page
+    assert "Why is it pending?" in page and stored_explanation(pending)["blocking"] in page
 
 
 def test_cancel_from_the_detail_page(browser_as):

@@ -17,6 +17,7 @@ def test_a_borrowing_queue_and_its_lender_split_their_quota_into_the_four_parts(
     submit(org, "vision-researcher", "vision-main", 6, "wide")  # 48 GPUs on a nominal of 32: borrows 16
     admission_cycle_run()
     submit(org, "language-researcher", "language-main", 4, "waits")
+    admission_cycle_run()  # pending GPUs as the pass counts them (a submission asks for a pass at once)
 
     glances, borrowing = queue_glance(user=org["language-researcher"])
 

@@ -101,6 +101,7 @@ class Command(BaseCommand):
                 scale=scale, rounds=options["rounds"], clients=options["clients"], submit_s=options["submit_s"],
                 busy_passes=options["busy_passes"], idle_passes=options["idle_passes"], url=options["url"],
                 port=options["port"], workers=options["workers"], wipe=options["wipe"], profile_dir=options["profile"],
+                reuse=options["reuse"],
                 log=lambda line: self.stderr.write(line),
             )
         except run.NotFresh as error:
@@ -146,6 +147,9 @@ def _live_arguments(live) -> None:
     live.add_argument("--port", type=int, default=8000)
     live.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     live.add_argument("--wipe", action="store_true", help="empty the database first if it holds jobs")
+    live.add_argument("--reuse", action="store_true",
+                      help="measure the scale an earlier run built in this database, as it is now (no build; --pending "
+                           "should match)")
     live.add_argument("--profile", metavar="DIR", help="write pyinstrument HTML profiles of a busy and an idle pass")
     live.add_argument("--seed", type=int, default=1)
     live.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
