@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.models import GpuUsageSample, Job, QueueUsageRollup, UsageRollup
+from scheduling.models import GpuUsageSample, Job, QueueUsageRollup, Team, UsageRollup
 from scheduling.selectors import usage_over_time, usage_report
 from scheduling.services import admission_cycle_run, job_submit, usage_collect
+from scheduling.services.common import to_datetime
 from scheduling.usage import GpuUsageSample as Sample
 from scheduling.usage import UsageError
 from tests.conftest import H100
@@ -143,6 +144,18 @@ def test_use_over_time_per_team_bins_the_rollups_and_keeps_use_below_allocation(
     assert [(p.allocated_gpus, p.used_gpus) for p in vision.points if p.allocated_gpus] == [(16.0, 14.4)] * 3
     assert all(p.used_gpus <= p.allocated_gpus for s in series.values() for p in s.points)
     assert [s.name for s in usage_over_time(by="flavor", window="7d", now=T0 + 200)] == [H100]
+
+
+def test_each_minute_of_use_over_time_is_one_bin_of_the_chart(org):
+    """Bins start where the database says the rollups start, in epoch seconds (SQLite's julianday puts about half the
+    minutes some microseconds early): each minute is its own bin, never two in one beside an empty one."""
+    vision = Team.objects.get(name="vision")
+    QueueUsageRollup.objects.bulk_create(
+        QueueUsageRollup(start=to_datetime(T0 + 60 * minute), bucket_s=60, team=vision, allocated_gpu_s=8 * 60.0, used_gpu_s=0.0)
+        for minute in range(30)
+    )
+    (series,) = usage_over_time(by="team", window="1h", now=T0 + 30 * 60)
+    assert [p.allocated_gpus for p in series.points if p.allocated_gpus] == [8.0] * 30
 
 
 def test_samples_older_than_the_window_do_not_count_and_old_ones_are_pruned(busy_and_idle, org, settings):
