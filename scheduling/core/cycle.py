@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 
 from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.idle import all_flagged_idle, is_flagged_idle
 from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
     FLEET,
@@ -252,15 +253,18 @@ class _Cycle:
         awaiting = self.snapshot.awaiting_plans.get(job.id)
         if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
             return reason, message
+        now = self.snapshot.now
         candidates = candidate_victims(
-            job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
+            job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected,
+            idle_before=now - self.config.idle_grace_s,
         )
         candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
                                             protected=self.protected, already=candidates)
         if not candidates:
             return reason, message
         weighs = self.config.preempt_only_when_it_pays
-        if weighs and not any(c.checkpoint_interval_s for c in candidates) and not outranks_all(job, candidates):
+        if (weighs and not any(c.checkpoint_interval_s for c in candidates) and not outranks_all(job, candidates)
+                and not any(is_flagged_idle(c, now, self.config.idle_grace_s) for c in candidates)):
             # Every plan would lose whole runs, so its gain is capped by the natural wait: when even
             # the cheapest conceivable plan could not pay, skip planning.
             lacking, natural_wait = self.natural_wait(job, reason)
@@ -272,7 +276,7 @@ class _Cycle:
             return reason, message
         plan = planned.plan
         victims = [self.holding[v.job_id] for v in plan.victims]
-        if weighs and not outranks_all(job, victims):
+        if weighs and not outranks_all(job, victims) and not all_flagged_idle(victims, now, self.config.idle_grace_s):
             spared_at_most = self.natural_wait(job, reason)[1] if loses_whole_runs(victims) else math.inf
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:

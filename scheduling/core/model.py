@@ -160,6 +160,8 @@ class Job:
     priority_class: str | None = None
     attained_gpu_s: float = 0.0
     """GPU-seconds run in earlier runs (before a preemption or eviction); see core.attained."""
+    idle_since: float | None = None
+    """Since when the job's GPUs have been used below the idle threshold (None: in use); see core.idle."""
 
     @property
     def gpus(self) -> int:
@@ -229,6 +231,9 @@ class SchedulerConfig:
     drains until the job can reclaim its nominal quota. None (the default) turns it off: on the
     policy suite the reservation idled GPUs the queue's small jobs could have used and made waits
     longer on every ITP trace (docs/simulation.md); a big gang gets in by a plan that pays instead."""
+    idle_grace_s: float = 600.0
+    """A job below the idle threshold this long is flagged idle (core.idle): the first victim of any blocked job
+    of its cohort, taken before any other and not weighed, since it loses no work."""
 
 
 @dataclass(frozen=True, slots=True)
