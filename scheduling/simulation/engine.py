@@ -80,6 +80,8 @@ class Scenario:
     checkpoint_interval_s: int | None = None
     """Applied to every job (Philly records none); None = a preempted job restarts from scratch."""
     name: str = ""
+    queue_teams: Mapping[str, str] = field(default_factory=dict)
+    """Queue → team for quota entries that are extra queues of a team (`quotas` is then keyed by queue)."""
     priority_class_caps: Mapping[str, int] = field(default_factory=dict)
     """Per priority class: the GPUs each team may hold at once at it (Snapshot.priority_class_caps)."""
 
@@ -149,8 +151,8 @@ class Engine:
         self.config = policy.config
         self.quotas = {team: dict(per) for team, per in scenario.quotas.items()}
         for job in scenario.trace.jobs:
-            self.quotas.setdefault(job.team, {})
-        self.queues: dict[str, Queue] = policy.queues(self.quotas)
+            self.quotas.setdefault(job.queue or job.team, {})
+        self.queues: dict[str, Queue] = policy.queues(self.quotas, self.scenario.queue_teams)
         self.nodes = policy.nodes(scenario.fleet, self.quotas)  # one tuple for the whole run
         self.topology = scenario.fleet.topology
         self.flavor = scenario.fleet.main_flavor
@@ -510,7 +512,7 @@ class Engine:
 
     def _change_quota(self, change: QuotaChange) -> None:
         self.quotas.setdefault(change.team, {})[change.flavor] = change.gpus
-        queues = self.policy.queues(self.quotas)
+        queues = self.policy.queues(self.quotas, self.scenario.queue_teams)
         for name in queues:
             self.pending.setdefault(name, {})
             self.in_order.setdefault(name, True)
