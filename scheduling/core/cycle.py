@@ -8,6 +8,7 @@ import heapq
 import threading
 from dataclasses import dataclass, field
 
+from scheduling.core.accounts import FairShareAccounts, account_order_key
 from scheduling.core.fairshare import queue_order_key, sort_queue
 from scheduling.core.idle import all_flagged_idle, is_flagged_idle
 from scheduling.core.attained import served_longer_victims
@@ -110,15 +111,22 @@ class _Cycle:
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
-        """Yield queue names lowest share first, re-ranking a queue after each of its admissions."""
+        """Yield queue names lowest share first, re-ranking a queue after each of its admissions. With one account per
+        team (core.accounts) an admission moves every queue of the team: a queue whose key grew since it was pushed
+        goes back into the heap instead of being served out of turn."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
         levels = self.config.service_levels_gpu_h
-        heap = [
-            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0], levels), name)
-            for name in self.by_queue
-            if name in queues
-        ]
+        if self.config.fair_share_per_team:
+            accounts = FairShareAccounts(queues, usage)
+
+            def key_of(name: str, head: Job) -> tuple:
+                return account_order_key(queues[name], accounts, self.ledger, head, levels)
+        else:
+            def key_of(name: str, head: Job) -> tuple:
+                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels)
+
+        heap = [(key_of(name, self.by_queue[name][0]), name) for name in self.by_queue if name in queues]
         heapq.heapify(heap)
         self.cursor = {name: 0 for name in self.by_queue}
         for name in self.by_queue:
@@ -126,13 +134,17 @@ class _Cycle:
                 for job in self.by_queue[name]:
                     self.pending.add(job.id, (PendingReason.QUOTA, f"queue {name} does not exist"))
         while heap:
-            _, name = heapq.heappop(heap)
+            pushed, name = heapq.heappop(heap)
+            jobs = self.by_queue[name]
+            if self.config.fair_share_per_team and heap:
+                current = key_of(name, jobs[self.cursor[name]])
+                if current > pushed and current > heap[0][0]:
+                    heapq.heappush(heap, (current, name))
+                    continue
             self.last_admitted = False
             yield name
-            jobs = self.by_queue[name]
             if self.last_admitted and self.cursor[name] < len(jobs):
-                head = jobs[self.cursor[name]]
-                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels), name))
+                heapq.heappush(heap, (key_of(name, jobs[self.cursor[name]]), name))
 
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""

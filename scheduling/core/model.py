@@ -231,6 +231,9 @@ class SchedulerConfig:
     drains until the job can reclaim its nominal quota. None (the default) turns it off: on the
     policy suite the reservation idled GPUs the queue's small jobs could have used and made waits
     longer on every ITP trace (docs/simulation.md); a big gang gets in by a plan that pays instead."""
+    fair_share_per_team: bool = True
+    """One fair-share account per team (core.accounts): a team's queues rank by its summed share and usage, so more
+    queues are not more weight. False: every queue its own account (Kueue's per-ClusterQueue fair sharing)."""
     idle_grace_s: float = 600.0
     """A job below the idle threshold this long is flagged idle (core.idle): the first victim of any blocked job
     of its cohort, taken before any other and not weighed, since it loses no work."""

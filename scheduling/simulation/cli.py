@@ -13,6 +13,7 @@ from typing import TextIO
 
 from scheduling.simulation.engine import simulate
 from scheduling.simulation.fleet import FleetError
+from scheduling.simulation.gaming import gaming_table, run_gaming
 from scheduling.simulation.metrics import add_fairness, summarize
 from scheduling.simulation.policies import POLICIES, get_policy, with_approval
 from scheduling.simulation.report import table, team_table, write_plot
@@ -30,13 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="size a fleet of 8-GPU nodes so the trace's average demand is this share of it "
                              "(default 0.85 for ITP and synthetic traces)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace")
+    parser.add_argument("--scenario", choices=("gaming",), default=None,
+                        help="'gaming': one team plays each gaming strategy on a seeded week of 1,024 GPUs; its gain and "
+                             "the others' waits against the honest run, with and without the defences (docs/gaming.md)")
     parser.add_argument("--suite", action="store_true",
                         help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
                              "no checkpoints and 30-min checkpoints) and print one table")
     parser.add_argument("--traces-dir", default=None,
                         help="directory of the ITP traces for --suite (default: ../shared/traces/microsoft_itp_elasticflow "
                              "relative to the project root)")
-    parser.add_argument("--workers", type=int, default=None, help="processes for --suite (default: one per core)")
+    parser.add_argument("--workers", type=int, default=None, help="processes for --suite and --scenario (default: one per core)")
     parser.add_argument("--fleet", default=None, help="fleet file (YAML/JSON, the loadfleet format) or node list CSV")
     parser.add_argument("--quotas", default=None, help="CSV team,gpus[,flavor]; default: VC sizes (Philly) or equal shares")
     parser.add_argument("--scale", type=float, default=1.0, help="shrink fleet and quotas by this factor (0.25: contended)")
@@ -56,6 +60,8 @@ def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr:
     o = options if isinstance(options, dict) else vars(options)
     if o.get("suite"):
         return run_suite_command(o, stdout, stderr)
+    if o.get("scenario") == "gaming":
+        return run_gaming_command(o, stdout, stderr)
     policies = [with_approval(get_policy(name.strip()), o.get("approve")) for name in o["policy"].split(",") if name.strip()]
     loaded = time.perf_counter()
     scenario = build_scenario(
@@ -125,6 +131,23 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
           file=stdout)
     print(suite_table(document, document["policies"]), file=stdout)
     print(f"suite: {len(document['rows'])} rows in {document['wall_s']:.0f}s wall", file=stdout)
+    if o.get("json_out"):
+        with open(o["json_out"], "w") as handle:
+            json.dump(document, handle, indent=1, default=_json_default)
+        print(f"wrote {o['json_out']}", file=stdout)
+    return document
+
+
+def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
+    started = time.perf_counter()
+    quiet = o.get("no_progress")
+    document = run_gaming(seed=o.get("seed") or 1, workers=o.get("workers"),
+                          progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)))
+    document["wall_s"] = time.perf_counter() - started
+    print(f"gaming scenario: {document['jobs']:,} jobs, {document['gpus']:,} GPUs, seed {document['seed']}, gaming team "
+          f"{document['gamer']}; ×honest = against the honest run of the same policy", file=stdout)
+    print(gaming_table(document), file=stdout)
+    print(f"gaming: {sum(len(rows) for rows in document['policies'].values())} runs in {document['wall_s']:.0f}s wall", file=stdout)
     if o.get("json_out"):
         with open(o["json_out"], "w") as handle:
             json.dump(document, handle, indent=1, default=_json_default)

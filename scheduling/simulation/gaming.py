@@ -23,6 +23,7 @@ and the other teams' mean wait. Run with the defences (the default policy) and w
 from __future__ import annotations
 
 import math
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -156,12 +157,12 @@ def defended_policy() -> Policy:
 
 
 def undefended_policy() -> Policy:
-    """The default policy with every gaming defence off: no idle flags, no class caps (see run_strategy)."""
+    """The default policy with the gaming defences off: no idle flags, no class caps (run_strategy drops them)."""
     gangway = POLICIES["gangway"]
     return replace(gangway, name="undefended", config=replace(gangway.config, **UNDEFENDED))
 
 
-UNDEFENDED = {"idle_grace_s": math.inf}
+UNDEFENDED = {"idle_grace_s": math.inf, "fair_share_per_team": False}
 
 
 # --- measuring -------------------------------------------------------------------------------------------------
@@ -204,27 +205,34 @@ def outcome(scenario: Scenario, result: SimResult) -> Outcome:
     )
 
 
-def run_strategy(strategy: str, policy: Policy, *, seed: int = 1, trace: Trace | None = None) -> Outcome:
-    scenario = gaming_scenario(strategy, seed=seed, trace=trace)
-    if policy.name == "undefended":
+def run_strategy(strategy: str, policy_name: str, *, seed: int = 1) -> Outcome:
+    policy = defended_policy() if policy_name == "defended" else undefended_policy()
+    scenario = gaming_scenario(strategy, seed=seed)
+    if policy_name == "undefended":
         scenario = replace(scenario, priority_class_caps={})
     return outcome(scenario, simulate(scenario, policy))
 
 
 def run_gaming(*, seed: int = 1, strategies: tuple[str, ...] = tuple(STRATEGIES), with_undefended: bool = True,
-               progress: Callable[[str], None] | None = None) -> dict:
-    """Every strategy under the defended policy (and the undefended one): outcomes and ratios to the honest run."""
-    trace = gaming_trace(seed)
-    policies = [defended_policy()] + ([undefended_policy()] if with_undefended else [])
-    document: dict = {"seed": seed, "gamer": GAMER, "jobs": len(trace.jobs), "policies": {}}
-    for policy in policies:
-        outcomes: dict[str, Outcome] = {}
-        for strategy in ("honest",) + tuple(s for s in strategies if s != "honest"):
-            outcomes[strategy] = run_strategy(strategy, policy, seed=seed, trace=trace)
+               workers: int | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """Every strategy under the defended policy (and the undefended one), `workers` runs at once: outcomes and
+    ratios to the honest run of the same policy."""
+    policies = ["defended"] + (["undefended"] if with_undefended else [])
+    played = ("honest",) + tuple(s for s in strategies if s != "honest")
+    runs = [(policy, strategy) for policy in policies for strategy in played]
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_strategy, strategy, policy, seed=seed): (policy, strategy) for policy, strategy in runs}
+        for future in as_completed(futures):
+            outcomes[futures[future]] = future.result()
             if progress is not None:
-                o = outcomes[strategy]
-                progress(f"{policy.name} {strategy}: {o.wall_s:.0f}s wall")
-        document["policies"][policy.name] = {name: _row(o, outcomes["honest"]) for name, o in outcomes.items()}
+                policy, strategy = futures[future]
+                progress(f"{policy} {strategy}: {outcomes[futures[future]].wall_s:.0f}s wall")
+    document: dict = {"seed": seed, "gamer": GAMER, "jobs": round(JOBS_PER_DAY * DAYS), "gpus": gaming_fleet().gpus,
+                      "policies": {}}
+    for policy in policies:
+        honest = outcomes[(policy, "honest")]
+        document["policies"][policy] = {strategy: _row(outcomes[(policy, strategy)], honest) for strategy in played}
     return document
 
 
