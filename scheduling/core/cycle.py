@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 from scheduling.core.accounts import FairShareAccounts, account_order_key
 from scheduling.core.fairshare import queue_order_key, sort_queue
-from scheduling.core.idle import all_flagged_idle, is_flagged_idle
+from scheduling.core.borrowed import all_reclaimable_at_cost, is_reclaimable_at_cost
+from scheduling.core.idle import idle_suspensions
 from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
     FLEET,
@@ -44,7 +45,8 @@ from scheduling.core.starvation import may_reserve
 def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
     """Decide which pending gangs start now, where, and who makes room for them.
 
-    1. Evict gangs whose pods did not all become ready in time (they free their GPUs now).
+    1. Evict gangs whose pods did not all become ready in time (they free their GPUs now), and, if the admin
+       says so, suspend idle jobs while others wait.
     2. Build the fleet state and the quota ledger from what still holds GPUs.
     3. Order each queue's pending jobs: priority, then submit time.
     4. Serve queues by fair share, lowest first; take each queue's jobs in order and admit the
@@ -83,7 +85,12 @@ class _Cycle:
 
     # 1 ---------------------------------------------------------------------------------------
     def evict_gangs_not_ready(self) -> None:
-        self.evictions = gangs_not_ready(self.snapshot.admitted, self.snapshot.now, self.config)
+        """And, under the admin policy `suspend_idle_jobs`, the idle jobs others wait behind (core.idle)."""
+        snapshot = self.snapshot
+        self.evictions = gangs_not_ready(snapshot.admitted, snapshot.now, self.config)
+        evicted = {e.job_id for e in self.evictions}
+        ready = [job for job in snapshot.admitted if job.id not in evicted]
+        self.evictions += idle_suspensions(ready, snapshot.pending, snapshot.queues, snapshot.now, self.config)
 
     # 2 ---------------------------------------------------------------------------------------
     def build_state(self) -> None:
@@ -276,7 +283,7 @@ class _Cycle:
             return reason, message
         weighs = self.config.preempt_only_when_it_pays
         if (weighs and not any(c.checkpoint_interval_s for c in candidates) and not outranks_all(job, candidates)
-                and not any(is_flagged_idle(c, now, self.config.idle_grace_s) for c in candidates)):
+                and not any(is_reclaimable_at_cost(c, job, now, self.config) for c in candidates)):
             # Every plan would lose whole runs, so its gain is capped by the natural wait: when even
             # the cheapest conceivable plan could not pay, skip planning.
             lacking, natural_wait = self.natural_wait(job, reason)
@@ -288,7 +295,7 @@ class _Cycle:
             return reason, message
         plan = planned.plan
         victims = [self.holding[v.job_id] for v in plan.victims]
-        if weighs and not outranks_all(job, victims) and not all_flagged_idle(victims, now, self.config.idle_grace_s):
+        if weighs and not outranks_all(job, victims) and not all_reclaimable_at_cost(victims, job, now, self.config):
             spared_at_most = self.natural_wait(job, reason)[1] if loses_whole_runs(victims) else math.inf
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load", type=float, default=None,
                         help="size a fleet of 8-GPU nodes so the trace's average demand is this share of it "
                              "(default 0.85 for ITP and synthetic traces)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace (the first seed of --seeds)")
+    parser.add_argument("--seeds", type=int, default=None, help="--scenario gaming: run this many seeds from --seed (default 3)")
     parser.add_argument("--scenario", choices=("gaming",), default=None,
                         help="'gaming': one team plays each gaming strategy on a seeded week of 1,024 GPUs; its gain and "
                              "the others' waits against the honest run, with and without the defences (docs/gaming.md)")
@@ -141,11 +142,12 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
 def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
     started = time.perf_counter()
     quiet = o.get("no_progress")
-    document = run_gaming(seed=o.get("seed") or 1, workers=o.get("workers"),
+    seeds = tuple(range(o.get("seed") or 1, (o.get("seed") or 1) + (o.get("seeds") or 3)))
+    document = run_gaming(seeds=seeds, workers=o.get("workers"),
                           progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)))
     document["wall_s"] = time.perf_counter() - started
-    print(f"gaming scenario: {document['jobs']:,} jobs, {document['gpus']:,} GPUs, seed {document['seed']}, gaming team "
-          f"{document['gamer']}; ×honest = against the honest run of the same policy", file=stdout)
+    print(f"gaming scenario: {document['jobs']:,} jobs, {document['gpus']:,} GPUs, seeds {', '.join(map(str, seeds))}, gaming team "
+          f"{document['gamer']}; figures are means over the seeds, ×honest against the honest run of the same policy", file=stdout)
     print(gaming_table(document), file=stdout)
     print(f"gaming: {sum(len(rows) for rows in document['policies'].values())} runs in {document['wall_s']:.0f}s wall", file=stdout)
     if o.get("json_out"):

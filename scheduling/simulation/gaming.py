@@ -40,7 +40,7 @@ FLAVOR = "H100-80GB"
 NODE_GPUS = 8
 JOBS_PER_DAY = 5_000
 """About 90 % of 1,024 GPUs on average for the synthetic trace's sizes and durations."""
-DAYS = 2.0
+DAYS = 1.0
 CHECKPOINT_INTERVAL_S = 1800
 PRIORITY_CLASSES = {"normal": 0, "high": 10}
 """The demo's classes: every team may use `high`, at most HIGH_CAP_GPUS at once."""
@@ -153,16 +153,19 @@ def gaming_scenario(strategy: str, *, seed: int = 1, trace: Trace | None = None)
 
 
 def defended_policy() -> Policy:
-    return replace(POLICIES["gangway"], name="defended")
+    """The default policy, and the admin's optional policy of suspending idle jobs while others wait."""
+    gangway = POLICIES["gangway"]
+    return replace(gangway, name="defended", config=replace(gangway.config, suspend_idle_jobs=True))
 
 
 def undefended_policy() -> Policy:
-    """The default policy with the gaming defences off: no idle flags, no class caps (run_strategy drops them)."""
+    """The default policy with the gaming defences off: no idle flags, per-queue accounts, squatting weighed like any
+    reclaim, no class caps (run_strategy drops them)."""
     gangway = POLICIES["gangway"]
     return replace(gangway, name="undefended", config=replace(gangway.config, **UNDEFENDED))
 
 
-UNDEFENDED = {"idle_grace_s": math.inf, "fair_share_per_team": False}
+UNDEFENDED = {"idle_grace_s": math.inf, "fair_share_per_team": False, "reclaim_at_cost_after_s": None}
 
 
 # --- measuring -------------------------------------------------------------------------------------------------
@@ -213,27 +216,35 @@ def run_strategy(strategy: str, policy_name: str, *, seed: int = 1) -> Outcome:
     return outcome(scenario, simulate(scenario, policy))
 
 
-def run_gaming(*, seed: int = 1, strategies: tuple[str, ...] = tuple(STRATEGIES), with_undefended: bool = True,
+def run_gaming(*, seeds: tuple[int, ...] = (1,), strategies: tuple[str, ...] = tuple(STRATEGIES), with_undefended: bool = True,
                workers: int | None = None, progress: Callable[[str], None] | None = None) -> dict:
-    """Every strategy under the defended policy (and the undefended one), `workers` runs at once: outcomes and
-    ratios to the honest run of the same policy."""
+    """Every strategy on every seed under the defended policy (and the undefended one), `workers` runs at once. Each
+    figure is the mean over the seeds; each ratio is to the honest run's mean under the same policy."""
     policies = ["defended"] + (["undefended"] if with_undefended else [])
     played = ("honest",) + tuple(s for s in strategies if s != "honest")
-    runs = [(policy, strategy) for policy in policies for strategy in played]
-    outcomes: dict[tuple[str, str], Outcome] = {}
+    runs = [(policy, strategy, seed) for policy in policies for strategy in played for seed in seeds]
+    outcomes: dict[tuple[str, str, int], Outcome] = {}
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_strategy, strategy, policy, seed=seed): (policy, strategy) for policy, strategy in runs}
+        futures = {pool.submit(run_strategy, strategy, policy, seed=seed): (policy, strategy, seed) for policy, strategy, seed in runs}
         for future in as_completed(futures):
             outcomes[futures[future]] = future.result()
             if progress is not None:
-                policy, strategy = futures[future]
-                progress(f"{policy} {strategy}: {outcomes[futures[future]].wall_s:.0f}s wall")
-    document: dict = {"seed": seed, "gamer": GAMER, "jobs": round(JOBS_PER_DAY * DAYS), "gpus": gaming_fleet().gpus,
-                      "policies": {}}
+                progress(f"{' '.join(map(str, futures[future]))}: {outcomes[futures[future]].wall_s:.0f}s wall")
+    document: dict = {"seeds": list(seeds), "gamer": GAMER, "jobs": round(JOBS_PER_DAY * DAYS), "gpus": gaming_fleet().gpus,
+                      "policies": {}, "per_seed": {}}
     for policy in policies:
-        honest = outcomes[(policy, "honest")]
-        document["policies"][policy] = {strategy: _row(outcomes[(policy, strategy)], honest) for strategy in played}
+        mean = {strategy: _mean([outcomes[(policy, strategy, seed)] for seed in seeds]) for strategy in played}
+        document["policies"][policy] = {strategy: _row(mean[strategy], mean["honest"]) for strategy in played}
+        document["per_seed"][policy] = {
+            strategy: {seed: _row(outcomes[(policy, strategy, seed)], outcomes[(policy, "honest", seed)]) for seed in seeds}
+            for strategy in played
+        }
     return document
+
+
+def _mean(outcomes: list[Outcome]) -> Outcome:
+    n = len(outcomes)
+    return Outcome(*(sum(getattr(o, name) for o in outcomes) / n for name in Outcome.__dataclass_fields__))
 
 
 def _row(o: Outcome, honest: Outcome) -> dict:
@@ -256,15 +267,20 @@ def _ratio(value: float, base: float) -> float:
 
 
 def gaming_table(document: dict) -> str:
+    """One row per policy and strategy (means over the seeds); the wait ratios of each seed alone in the last column."""
     header = ["policy", "strategy", "gamer GPU-h", "×honest", "gamer mean wait s", "×honest", "others' mean wait s",
-              "×honest", "preempt", "gains > 5 %?"]
+              "×honest", "preempt", "gains > 5 %?", "per seed: gamer wait ×, others' wait ×"]
     rows = [header]
+    per_seed = document.get("per_seed", {})
     for policy, by_strategy in document["policies"].items():
         for strategy, r in by_strategy.items():
+            seeds = per_seed.get(policy, {}).get(strategy, {})
+            spread = " ".join(f"{s['gamer_wait_x']:.2f}/{s['others_wait_x']:.2f}" for s in seeds.values())
             rows.append([policy, strategy, f"{r['gamer_gpu_hours']:,.0f}", f"{r['gamer_gpu_hours_x']:.3f}",
                          f"{r['gamer_mean_wait_s']:,.0f}", f"{r['gamer_wait_x']:.3f}", f"{r['others_mean_wait_s']:,.0f}",
-                         f"{r['others_wait_x']:.3f}", f"{r['preemptions']:,}", "YES" if r["gains"] else "no"])
+                         f"{r['others_wait_x']:.3f}", f"{r['preemptions']:,.0f}", "YES" if r["gains"] else "no", spread])
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths))) for row in rows]
+    lines = ["  ".join(c.ljust(w) if k < 2 or k == len(row) - 1 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths)))
+             for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
