@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from scheduling.core.accounts import FairShareAccounts, account_weight
+from scheduling.core.borrowed import is_at_risk
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
 from scheduling.core.idle import is_flagged_idle
@@ -159,3 +160,52 @@ def test_one_team_with_one_queue_orders_as_before():
     pending = [a_gang(1, 8).in_queue("t").submitted(1.0 + k) for k in range(3)] + [a_gang(1, 8).in_queue("u").submitted(5.0)]
     usage = {"t": 100.0, "u": 50.0}
     assert admitted_teams(queues, pending, usage) == admitted_teams(queues, pending, usage, config=replace(EXECUTES, fair_share_per_team=False))
+
+
+# --- the admin's policy: suspend idle jobs while others wait ---------------------------------------------------
+
+SUSPENDS = replace(EXECUTES, suspend_idle_jobs=True)
+
+
+@pytest.mark.parametrize("config, running, pending, suspended", [
+    pytest.param(SUSPENDS, [on(0, 1, "a", idle_for_s=3600)], [a_gang(1, 8).id(9).in_queue("b")], [1],
+                 id="a flagged idle job is suspended while a job of its cohort waits"),
+    pytest.param(SUSPENDS, [on(0, 1, "a", idle_for_s=3600)], [], [],
+                 id="nobody waits: it keeps its GPUs"),
+    pytest.param(SUSPENDS, [on(0, 1, "a", idle_for_s=60)], [a_gang(1, 8).id(9).in_queue("b")], [],
+                 id="within its grace period it is not suspended"),
+    pytest.param(SUSPENDS, [on(0, 1, "a", idle_for_s=3600)], [a_gang(1, 8).id(9).in_queue("elsewhere")], [],
+                 id="a job waiting in another cohort does not suspend it"),
+    pytest.param(EXECUTES, [on(0, 1, "a", idle_for_s=3600)], [a_gang(1, 8).id(9).in_queue("b")], [],
+                 id="without the admin's policy nothing is suspended"),
+])
+def test_idle_suspension(config, running, pending, suspended):
+    queues = [queue("a", 8), queue("b", 8), queue("elsewhere", 8, cohort="other")]
+    result = run_admission_cycle(snapshot(rack_fleet(racks=1, nodes=3), queues, admitted=running, pending=pending,
+                                          now=NOW, config=config))
+    assert [e.job_id for e in result.evictions] == suspended
+    assert all("suspended: idle for 60 min" in e.message for e in result.evictions)
+
+
+# --- squatting: long uncheckpointed jobs on borrowed quota -----------------------------------------------------
+
+@pytest.mark.parametrize("since_s, checkpoint_s, after_s, expected", [
+    pytest.param(3 * 3600, None, 7200.0, (1,), id="a borrower without checkpoints for three hours is reclaimed at its cost"),
+    pytest.param(3600, None, 7200.0, None, id="one that borrowed for an hour is weighed, and losing the hour does not pay"),
+    pytest.param(3 * 3600, None, None, None, id="with the rule off, the three-hour run shields it"),
+])
+def test_a_squatter_cannot_shield_borrowed_quota_with_a_long_uncheckpointed_run(since_s, checkpoint_s, after_s, expected):
+    config = replace(EXECUTES, reclaim_at_cost_after_s=after_s)
+    running = [on(0, 1, "a", since_s=since_s, gpus=8).checkpointing(checkpoint_s), on(1, 2, "a", since_s=since_s)]
+    pending = a_gang(1, 8).id(9).in_queue("owner").submitted(NOW - 30)
+    assert victims([queue("owner", 8), queue("a", 8)], running, pending, nodes=2, config=config) == expected
+
+
+@pytest.mark.parametrize("is_borrowing, checkpoint_s, running_s, at_risk", [
+    pytest.param(True, None, 7200, True, id="borrowing, no checkpoints, two hours: at risk"),
+    pytest.param(True, 600, 7200, False, id="checkpointing: not at risk"),
+    pytest.param(False, None, 7200, False, id="within its nominal quota: not at risk"),
+    pytest.param(True, None, 60, False, id="just started: not yet"),
+])
+def test_at_risk_marking(is_borrowing, checkpoint_s, running_s, at_risk):
+    assert is_at_risk(is_borrowing=is_borrowing, checkpoint_interval_s=checkpoint_s, running_s=running_s, after_s=7200) is at_risk
