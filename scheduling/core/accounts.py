@@ -4,11 +4,13 @@ The order across queues (core.fairshare) compares dominant shares and decayed us
 that spreads its jobs over four queues would get four places in that order, each with a quarter of its usage
 history. An account sums its team's queues instead:
 
-    share(team)   = max over its queues' cohorts c and flavors f of  Σ borrowed_f of its queues in c / pool_{c,f}
-    history(team) = Σ its queues' decayed usage (GPU-seconds held, idle or not)
-    weight(team)  = its queues' weights averaged over their nominal quotas (a queue without quota weighs nothing)
+    share(team)       = max over its queues' cohorts c and flavors f of  Σ borrowed_f of its queues in c / pool_{c,f},
+                        divided by weight(team)
+    history(team)     = Σ its queues' decayed usage (GPU-seconds held, idle or not) / entitlement(team)
+    weight(team)      = its queues' weights averaged over their nominal quotas (a queue without quota weighs nothing)
+    entitlement(team) = weight(team) × its queues' nominal GPUs (at least one), as fairshare.entitlement is per queue
 
-divided by the weight as before; every queue of the team then ranks by its account, and its own head job
+Every queue of the team then ranks by its account, and its own head job
 only breaks ties, so a team's queues interleave FIFO inside one account. With one queue per team this is
 exactly the per-queue order.
 """
@@ -29,9 +31,12 @@ class FairShareAccounts:
             self.members.setdefault(queue.team, []).append(queue)
         self.history: dict[str, float] = {}
         self.weight: dict[str, float] = {}
+        self.entitlement: dict[str, float] = {}
         for team, members in self.members.items():
             self.history[team] = sum(historical_usage.get(q.name, 0.0) for q in members)
             self.weight[team] = account_weight(members)
+            nominal = sum(quota.nominal for queue in members for quota in queue.quotas.values())
+            self.entitlement[team] = self.weight[team] * max(nominal, 1)
 
     def share(self, team: str, ledger: QuotaLedger) -> float:
         """The team's dominant share of what its cohorts lend, divided by its weight."""
@@ -48,7 +53,7 @@ class FairShareAccounts:
         return share / self.weight[team]
 
     def weighted_history(self, team: str) -> float:
-        return self.history[team] / self.weight[team]
+        return self.history[team] / self.entitlement[team]
 
 
 def account_weight(members: list[Queue]) -> float:

@@ -1,7 +1,7 @@
 """Reads for the API and the web pages, filtered by who is asking (see scheduling.permissions)."""
 
 from scheduling.selectors.audit import audit_actors, audit_for_job, audit_page, audit_teams
-from scheduling.selectors.fleet import fleet_summary, node_list
+from scheduling.selectors.fleet import fleet_summary, node_list, scheduling_policy
 from scheduling.selectors.gaming import RULES as GAMING_RULES
 from scheduling.selectors.gaming import gaming_signals
 from scheduling.selectors.jobs import job_get, job_list, job_page, job_submitted
@@ -18,6 +18,7 @@ __all__ = [
     "fleet_summary",
     "gaming_signals",
     "GAMING_RULES",
+    "scheduling_policy",
     "job_get",
     "job_list",
     "job_page",

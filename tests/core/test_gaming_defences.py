@@ -144,15 +144,21 @@ def admitted_teams(queues, pending, usage, config=EXECUTES, gpus: int = 16):
 
 
 def test_more_queues_are_not_more_weight():
-    """Team t used 4,000 GPU-s over its four queues, u used 1,500 in one: u's account is lower, so u goes first
-    although each of t's queues alone has used less than u."""
+    """Team t cut its 32 GPUs of quota into four queues of 8 and puts a 16-GPU job in each; u has 32 in one queue and
+    three 16-GPU jobs. Per queue, each of t's jobs borrows only 8 and its queue still looks light, so t takes the
+    whole fleet; as one account, t's first job makes the team a borrower and u's jobs go next."""
     queues = [queue(f"t-{k}", 8, team="t") for k in range(4)] + [queue("u", 32)]
-    pending = [a_gang(1, 8).in_queue(f"t-{k}", team="t").submitted(1.0) for k in range(4)]
-    pending += [a_gang(1, 8).in_queue("u").submitted(2.0 + k) for k in range(4)]
-    usage = {f"t-{k}": 1000.0 for k in range(4)} | {"u": 1500.0}
-    assert admitted_teams(queues, pending, usage) == ["u", "u"]
+    pending = [a_gang(2, 8).in_queue(f"t-{k}", team="t").submitted(1.0) for k in range(4)]
+    pending += [a_gang(2, 8).in_queue("u").submitted(2.0 + k) for k in range(3)]
+    assert admitted_teams(queues, pending, {}, gpus=48) == ["t", "u", "u"]
     per_queue = replace(EXECUTES, fair_share_per_team=False)
-    assert admitted_teams(queues, pending, usage, config=per_queue) == ["t", "t"], "per queue, t's queues each look lighter"
+    assert admitted_teams(queues, pending, {}, config=per_queue, gpus=48) == ["t", "t", "t"]
+
+
+def test_a_teams_history_is_summed_over_its_queues_against_its_whole_entitlement():
+    queues = [queue(f"t-{k}", 8, team="t") for k in range(4)] + [queue("u", 32)]
+    accounts = FairShareAccounts({q.name: q for q in queues}, {f"t-{k}": 1000.0 for k in range(4)} | {"u": 1500.0})
+    assert (accounts.weighted_history("t"), accounts.weighted_history("u")) == (4000.0 / 32, 1500.0 / 32)
 
 
 def test_one_team_with_one_queue_orders_as_before():
