@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", choices=("gaming",), default=None,
                         help="'gaming': one team plays each gaming strategy on a seeded week of 1,024 GPUs; its gain and "
                              "the others' waits against the honest run, with and without the defences (docs/gaming.md)")
+    parser.add_argument("--defended-only", action="store_true", help="--scenario gaming: skip the runs without the defences")
     parser.add_argument("--suite", action="store_true",
                         help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
                              "no checkpoints and 30-min checkpoints) and print one table")
@@ -143,7 +144,7 @@ def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
     started = time.perf_counter()
     quiet = o.get("no_progress")
     seeds = tuple(range(o.get("seed") or 1, (o.get("seed") or 1) + (o.get("seeds") or 3)))
-    document = run_gaming(seeds=seeds, workers=o.get("workers"),
+    document = run_gaming(seeds=seeds, workers=o.get("workers"), with_undefended=not o.get("defended_only"),
                           progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)))
     document["wall_s"] = time.perf_counter() - started
     print(f"gaming scenario: {document['jobs']:,} jobs, {document['gpus']:,} GPUs, seeds {', '.join(map(str, seeds))}, gaming team "

@@ -81,3 +81,21 @@ def test_the_table_flags_a_strategy_that_gains_more_than_five_percent():
     assert [rows[s]["gains"] for s in ("honest", "split", "hoard")] == [False, True, False]
     table = gaming.gaming_table({"policies": {"defended": rows}})
     assert "0.940" in table and "YES" in table
+
+
+def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch, capsys):
+    from scheduling.simulation import cli
+
+    asked = {}
+
+    def fake_run_gaming(**options):
+        asked.update(options)
+        honest = gaming.Outcome(100.0, 1000.0, 500.0, 3, 1.0)
+        return {"seeds": list(options["seeds"]), "gamer": gaming.GAMER, "jobs": 10, "gpus": 1024,
+                "policies": {"defended": {"honest": gaming._row(honest, honest)}}}
+
+    monkeypatch.setattr(cli, "run_gaming", fake_run_gaming)
+    assert cli.main(["--scenario", "gaming", "--seed", "4", "--seeds", "2", "--defended-only", "--no-progress"]) == 0
+    assert asked["seeds"] == (4, 5) and asked["with_undefended"] is False
+    out = capsys.readouterr().out
+    assert "seeds 4, 5" in out and "defended  honest" in out
