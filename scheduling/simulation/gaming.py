@@ -40,7 +40,7 @@ FLAVOR = "H100-80GB"
 NODE_GPUS = 8
 JOBS_PER_DAY = 6_500
 """About 90 % of 1,024 GPUs on average for the synthetic trace's sizes and durations."""
-DAYS = 1.0
+DAYS = 0.5
 CHECKPOINT_INTERVAL_S = 1800
 PRIORITY_CLASSES = {"normal": 0, "high": 10}
 """The demo's classes: every team may use `high`, at most HIGH_CAP_GPUS at once."""

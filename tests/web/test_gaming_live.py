@@ -78,7 +78,7 @@ def test_admins_see_the_hoard_as_first_victim_on_the_team_page_and_in_the_signal
     assert browser_as("language-lead").get("/gaming/").status_code == 403
 
 
-def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_uncheckpointed_hours(org):
+def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_uncheckpointed_hours(org, browser_as):
     priority_class_create(actor=org["admin"], name="normal", value=0, is_default=True)
     priority_class_create(actor=org["admin"], name="high", value=10, max_gpus_per_team=16)
     for k in range(3):  # one 24-GPU job split into three node-sized ones, seconds apart
@@ -102,3 +102,5 @@ def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_unch
     assert language.borrowed_uncheckpointed_jobs == 1
     assert language.borrowed_uncheckpointed_gpu_hours == pytest.approx(40 * (3600 + 2) / 3600, rel=0.01)
     assert (language.queues, vision.queues) == (1, 1)
+    squatter_page = browser_as("language-researcher").get(f"/jobs/{squatter.pk}/").content.decode()
+    assert "borrowed-at-risk" in squatter_page, "its owner sees the risk on the job's page"
