@@ -38,7 +38,7 @@ GAMER = "team0"
 TEAMS = 8
 FLAVOR = "H100-80GB"
 NODE_GPUS = 8
-JOBS_PER_DAY = 6_500
+JOBS_PER_DAY = 5_500
 """About 90 % of 1,024 GPUs on average for the synthetic trace's sizes and durations."""
 DAYS = 0.5
 CHECKPOINT_INTERVAL_S = 1800
