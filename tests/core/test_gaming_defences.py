@@ -215,3 +215,15 @@ def test_a_squatter_cannot_shield_borrowed_quota_with_a_long_uncheckpointed_run(
 ])
 def test_at_risk_marking(is_borrowing, checkpoint_s, running_s, at_risk):
     assert is_at_risk(is_borrowing=is_borrowing, checkpoint_interval_s=checkpoint_s, running_s=running_s, after_s=7200) is at_risk
+
+
+@pytest.mark.parametrize("config, key, starts", [
+    pytest.param(SchedulerConfig(), "fair_share", "one account per team", id="accounts are per team by default"),
+    pytest.param(SchedulerConfig(fair_share_per_team=False), "fair_share", "per queue", id="or per queue"),
+    pytest.param(SchedulerConfig(), "idle_allocations", "a job below the idle threshold for 600 s", id="the idle rule"),
+    pytest.param(SchedulerConfig(reclaim_at_cost_after_s=None), "borrowed_without_checkpoints", "off", id="squatting rule off"),
+])
+def test_the_fleet_page_names_the_defences_in_force(config, key, starts):
+    from scheduling.core.policy import policy_in_force
+
+    assert policy_in_force(config)[key].startswith(starts)
