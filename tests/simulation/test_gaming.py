@@ -3,6 +3,8 @@ and extra queues as the live system would see them, and the outcome measures wha
 
 from __future__ import annotations
 
+import argparse
+import io
 from dataclasses import replace
 
 import pytest
@@ -83,7 +85,7 @@ def test_the_table_flags_a_strategy_that_gains_more_than_five_percent():
     assert "0.940" in table and "YES" in table
 
 
-def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch, capsys):
+def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch):
     from scheduling.simulation import cli
 
     asked = {}
@@ -95,7 +97,10 @@ def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch, 
                 "policies": {"defended": {"honest": gaming._row(honest, honest)}}}
 
     monkeypatch.setattr(cli, "run_gaming", fake_run_gaming)
-    assert cli.main(["--scenario", "gaming", "--seed", "4", "--seeds", "2", "--defended-only", "--no-progress"]) == 0
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    out = io.StringIO()
+    cli.run(parser.parse_args(["--scenario", "gaming", "--seed", "4", "--seeds", "2", "--defended-only", "--no-progress"]),
+            stdout=out, stderr=io.StringIO())
     assert asked["seeds"] == (4, 5) and asked["with_undefended"] is False
-    out = capsys.readouterr().out
-    assert "seeds 4, 5" in out and "defended  honest" in out
+    assert "seeds 4, 5" in out.getvalue() and "defended  honest" in out.getvalue()
