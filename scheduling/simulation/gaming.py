@@ -153,9 +153,13 @@ def gaming_scenario(strategy: str, *, seed: int = 1, trace: Trace | None = None)
 
 
 def defended_policy() -> Policy:
-    """The default policy, and the admin's optional policy of suspending idle jobs while others wait."""
+    """The default policy, and the admin's two optional policies: suspend idle jobs while others wait, and reclaim
+    borrowed quota from jobs that ran on it for two hours without checkpoints at their displacement cost."""
     gangway = POLICIES["gangway"]
-    return replace(gangway, name="defended", config=replace(gangway.config, suspend_idle_jobs=True))
+    return replace(gangway, name="defended", config=replace(gangway.config, **ADMIN_POLICIES))
+
+
+ADMIN_POLICIES = {"suspend_idle_jobs": True, "reclaim_at_cost_after_s": 7200.0}
 
 
 def undefended_policy() -> Policy:
