@@ -2,8 +2,9 @@
 
 A team may keep long jobs without checkpoints on quota it borrowed, betting that the value rule (core.payoff)
 will never find a reclaim worth a whole lost run, so the owner cannot get its quota back cheaply ("squatting").
-The quota contract says borrowed GPUs are the owner's to take back: once a job has run on borrowed quota
-without checkpoints for `SchedulerConfig.reclaim_at_cost_after_s`, a plan whose victims are all such jobs
+The quota contract says borrowed GPUs are the owner's to take back. Under the admin's policy
+`SchedulerConfig.reclaim_at_cost_after_s` (off by default: docs/gaming.md), once a job has run on borrowed quota
+without checkpoints that long, a plan whose victims are all such jobs
 (or idle ones, core.idle) is not weighed. It still costs the victims' displacement (shown, and approved
 by an admin when it crosses teams or the threshold); the borrower was told: its job's page marks it at risk.
 """

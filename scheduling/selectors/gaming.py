@@ -34,7 +34,8 @@ RULES = {
                 "caps the GPUs a team runs at it. Jobs over the cap wait (reason priority_class).",
     "borrowed_uncheckpointed": "Borrowed GPUs are reclaimable by their owner at the borrowing job's displacement cost; a job "
                                "on borrowed quota without checkpoints loses its whole run when reclaimed, and is marked "
-                               "at risk on its page.",
+                               "at risk on its page (an admin may have such jobs reclaimed unweighed after a while: "
+                               "reclaim_at_cost_after_s).",
     "queues": "A team's queues share one fair-share account: its usage and share are summed over its queues, so more "
               "queues do not add weight.",
 }
