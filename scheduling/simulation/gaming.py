@@ -1,8 +1,8 @@
 """The gaming scenario: does a team that games the scheduler gain anything? (`simulate --scenario gaming`)
 
 Eight teams share 1,024 GPUs (8-GPU nodes in 2 blocks × 4 racks × 16 nodes, the demo's H100 part) with
-equal nominal quotas in one cohort, on a seeded synthetic week (heavy-tailed durations, multi-node gangs;
-`synthetic.py`) dense enough to keep the fleet about 90 % busy, every job checkpointing every 30 min.
+equal nominal quotas in one cohort, on a seeded synthetic half day (heavy-tailed durations, multi-node gangs;
+`synthetic.py`) whose jobs ask for more GPU-hours than the fleet has, every job checkpointing every 30 min.
 Each run makes one team (`GAMER`) play one strategy on the same trace; everything else is identical:
 
 | strategy | what the gaming team does |
@@ -17,7 +17,8 @@ Each run makes one team (`GAMER`) play one strategy on the same trace; everythin
 
 Measured against the honest run (same seed): the gaming team's GPU-hours of work done by the end of the
 submissions and its mean wait (a split job waits until its last piece starts; placeholders are not jobs),
-and the other teams' mean wait. Run with the defences (the default policy) and without them.
+and the other teams' mean wait. Run with the defences (the default policy and the admin's optional ones) and
+without them, over several seeds (one seed's waits move by more than 5 % whatever anyone does).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from scheduling.core.model import Node, SchedulerConfig
+from scheduling.core.model import Node
 from scheduling.simulation.engine import Scenario, SimResult, simulate
 from scheduling.simulation.fleet import Fleet
 from scheduling.simulation.policies import POLICIES, Policy
@@ -39,8 +40,9 @@ TEAMS = 8
 FLAVOR = "H100-80GB"
 NODE_GPUS = 8
 JOBS_PER_DAY = 5_500
-"""About 90 % of 1,024 GPUs on average for the synthetic trace's sizes and durations."""
 DAYS = 0.5
+"""2,750 jobs asking 1.5–1.8× the fleet's GPU-seconds over their submission span (the long tail runs on): a
+replay takes about a minute. Denser days make waits longer and ratios steadier, at minutes per replay."""
 CHECKPOINT_INTERVAL_S = 1800
 PRIORITY_CLASSES = {"normal": 0, "high": 10}
 """The demo's classes: every team may use `high`, at most HIGH_CAP_GPUS at once."""
