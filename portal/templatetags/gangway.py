@@ -9,6 +9,7 @@ from django import template
 from django.templatetags.static import static
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from portal.staticfinders import vendored_path
 from scheduling.permissions import can_read_audit
@@ -84,6 +85,13 @@ def gpus(count, flavor: str = "") -> str:
     number = float(count)
     text = f"{int(number):,}" if number == int(number) else f"{number:,.1f}"
     return f"{text} {flavor + ' ' if flavor else ''}GPU{'' if number == 1 else 's'}"
+
+
+@register.filter
+def number_cells(values) -> str:
+    """`<td>1.0</td><td>-16.0</td>…`: a row of numbers as table cells, one decimal. The borrowing tables have a cell
+    per queue and minute (thousands a page), which `floatformat` in a loop renders ten times slower."""
+    return mark_safe("".join(f"<td>{float(value) + 0.0:.1f}</td>" for value in values))  # + 0.0: no "-0.0"
 
 
 @register.filter
