@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from portal.staticfinders import vendored_path
+from scheduling import clock
 from scheduling.permissions import can_read_audit
 
 register = template.Library()
@@ -61,7 +62,7 @@ def relative(value, now=None) -> str:
     moment = _moment(value)
     if moment is None:
         return "—"
-    now = _moment(now) or timezone.now()
+    now = _moment(now) or clock.now_datetime()
     seconds = (moment - now).total_seconds()
     clock = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
     if abs(seconds) < 60:

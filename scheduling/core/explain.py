@@ -218,7 +218,6 @@ class Explanation:
     """Why a job that would fit waits (strict FIFO, backoff), empty otherwise."""
     never_fits: bool = False
     """Waiting alone will never start it (more than the quota or the fleet can ever give)."""
-    estimated_start: float | None = None
     headline: str = ""
     """The first sentence a researcher reads: the conclusion in plain words, before the facts with their numbers."""
     attained_service: str = ""
@@ -237,7 +236,6 @@ class Explanation:
             "attained_service": self.attained_service,
             "never_fits": self.never_fits,
             "position": None,
-            "estimated_start": iso(self.estimated_start),
             "fixes": [fix.to_dict() for fix in self.fixes],
         }
 

@@ -9,7 +9,6 @@ from scheduling.core.model import JobState
 
 JOB_STATE_CHOICES = [(s.value, s.name.title()) for s in JobState]
 HOLDING_STATES = [s.value for s in JobState if s.holds_gpus]
-FINAL_STATES = [s.value for s in JobState if s.is_final]
 
 
 class Job(models.Model):
@@ -79,10 +78,6 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.name}"
-
-    @property
-    def job_state(self) -> JobState:
-        return JobState(self.state)
 
     @property
     def pods(self) -> int:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from django.db.models import DurationField, ExpressionWrapper, F
 from django.db.models.functions import TruncDate
-from django.utils import timezone
 
+from scheduling import clock
 from scheduling.models import JobEvent, Queue
 
 
@@ -32,7 +32,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 def queue_history(*, days: int = 7, now: dt.datetime | None = None) -> list[DayOfQueue]:
     """One query over the window's admitted and preempted events (and one for the queues' names); rows by day, then queue."""
-    now = now or timezone.now()
+    now = now or clock.now_datetime()
     since = (now - dt.timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
     # The day and the wait computed by the database: one date and one interval a row, not two zoned timestamps.
     events = JobEvent.objects.filter(created_at__gte=since, to_state__in=["admitted", "preempted"]).annotate(

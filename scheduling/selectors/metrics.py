@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from scheduling import clock
 from scheduling.core.model import JobState
 from scheduling.models import Explanation, Job, JobEvent, PlanStatus, PreemptionVictim, QueueQuota, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
@@ -21,7 +21,7 @@ class GangwayCollector:
     """One collection per scrape: each family from one or two aggregate queries."""
 
     def collect(self) -> Iterator:
-        now = time.time()
+        now = clock.now_s()
         yield from _pending()
         yield _admission_wait()
         yield from _queues()

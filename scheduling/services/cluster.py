@@ -4,7 +4,6 @@ and create the cluster workload of a job submitted through Gangway with a pod te
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -13,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q
 
+from scheduling import clock
 from scheduling.cluster.base import Cluster, DiscoveredWorkload, WorkloadPhase, WorkloadRef
 from scheduling.core.model import JobState
 from scheduling.core.model import Node as CoreNode
@@ -140,7 +140,7 @@ def cluster_workloads_sync(
     gangway.dev/job-id annotation (set on workloads Gangway created or released). A workload Gangway cannot
     take is recorded as a WorkloadRejection and logged, never raised. With `cluster`, a pending discovered job
     whose workload the cluster confirms deleted is cancelled."""
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     moment = to_datetime(now)
     result = WorkloadSyncResult()
     workloads = list(workloads)

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from scheduling.tasks import reconcile_request
+
 
 class Errors:
     """Collects field → [reason] and raises one ValidationError with all of them."""
@@ -59,8 +61,6 @@ def to_epoch(moment: dt.datetime | None) -> float | None:
 
 
 def _enqueue_reconcile() -> None:
-    from scheduling.tasks import reconcile_request
-
     try:
         reconcile_request()
     except Exception as error:  # noqa: BLE001 - the write is kept; the periodic pass catches up once the broker is back

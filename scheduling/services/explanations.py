@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from scheduling import clock
 from scheduling.cluster.base import Cluster
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.explain import explain_pending, iso
@@ -111,7 +112,7 @@ def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = Non
         from scheduling.cluster.registry import RecordedNodes
 
         cluster = RecordedNodes()
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     snapshot, _ = snapshot_build(now=now, cluster=cluster)
     waiting = list(run_admission_cycle(snapshot).pending.by_job())
     started = time.perf_counter()
@@ -229,7 +230,7 @@ def _preview(changes, *, now: float | None, cluster: Cluster | None, subject: di
         from scheduling.cluster.registry import RecordedNodes
 
         cluster = RecordedNodes()
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     with transaction.atomic():
         snapshot, _ = snapshot_build(now=now, cluster=cluster)
         transaction.set_rollback(True)  # a preview reads; should anything write, it is undone

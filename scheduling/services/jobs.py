@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Max, Sum
 
+from scheduling import clock
 from scheduling.core.model import JobState
 from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
@@ -18,6 +18,7 @@ from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
 from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
 from scheduling.services.priority_classes import priority_class_resolve
+from scheduling.tasks import create_workload
 
 MAX_POD_SETS = 8
 logger = logging.getLogger("scheduling.jobs")
@@ -116,8 +117,6 @@ def workload_name(name: str, job_id: int) -> str:
 
 
 def _create_workload_after_commit(job_id: int) -> None:
-    from scheduling.tasks import create_workload
-
     try:
         create_workload.delay(job_id)
     except Exception:  # noqa: BLE001 - the reconcile pass creates it before releasing the job
@@ -193,7 +192,7 @@ def job_submit(
     if validate_only:
         return None
 
-    submitted_at = to_datetime(now if now is not None else time.time())
+    submitted_at = to_datetime(clock.moment(now))
     job = Job.objects.create(
         owner=user,
         queue=queue,
@@ -240,7 +239,7 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     previous = job.state
     # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
     # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
-    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation_key="")
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(clock.now_s()), explanation_key="")
     job.refresh_from_db()
     job.placements.all().delete()
     job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.utils import timezone
 
+from scheduling import clock
 from scheduling.models import AuditAction, PlanStatus, PreemptionPlan
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record
@@ -27,7 +27,7 @@ def _decide(*, actor, plan_id: int, status: str, comment: str) -> PreemptionPlan
         raise ValidationError({"status": [f"plan {plan.pk} is {plan.status}; only a proposed plan can be decided"]})
     plan.status = status
     plan.decided_by = actor
-    plan.decided_at = timezone.now()
+    plan.decided_at = clock.now_datetime()
     plan.save(update_fields=["status", "decided_by", "decided_at"])
     audit_record(actor=actor, action=DECISION_ACTIONS[status], target=plan, team=plan.job.queue.team, before={"status": PlanStatus.PROPOSED.value},
                  after={"status": status, "job": plan.job_id, "victims": sorted(plan.victims.values_list("pk", flat=True))}, comment=comment)

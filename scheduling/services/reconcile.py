@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Sum
 
+from scheduling import clock
 from scheduling.cluster.base import Cluster, GangRelease, WorkloadPhase, WorkloadRef
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
@@ -58,14 +59,14 @@ class ReconcileResult:
     """Jobs changed since the snapshot (cancelled while the pass ran): left as they are, decided again next pass."""
 
 
-def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
+def reconcile_pass_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
     """One idempotent pass. Decisions commit in one transaction that holds the reconcile row lock;
     applying them to the cluster happens after commit and is keyed by (job id, admission generation)."""
     if cluster is None:
         from scheduling.cluster.registry import get_cluster
 
         cluster = get_cluster()
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     with PASS_CACHE.lock:
         return _pass(cache=PASS_CACHE, now=now, cluster=cluster)
 

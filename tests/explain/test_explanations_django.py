@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from scheduling.models import Job, JobEvent, PreemptionPlan, Queue, QueueQuota, TeamAllotment
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from scheduling.services.explanations import estimates_refresh
 from tests.conftest import H100, stored_explanation
 
@@ -31,10 +31,10 @@ def busy(org):
     QueueQuota.objects.filter(queue__name="language-main").update(lending_limit=0)
     for i in range(4):
         submit(org, at=T0 + i, name=f"running-{i}")
-    admission_cycle_run(now=T0 + 10)
+    reconcile_pass_run(now=T0 + 10)
     gang = submit(org, count=4, at=T0 + 20, name="big-gang")
     small = submit(org, count=1, at=T0 + 21, name="small")
-    admission_cycle_run(now=T0 + 30)
+    reconcile_pass_run(now=T0 + 30)
     return {"gang": Job.objects.get(pk=gang.pk), "small": Job.objects.get(pk=small.pk)}
 
 
@@ -47,7 +47,7 @@ def test_the_pass_stores_the_ordered_explanation_and_an_estimate_survives_the_ne
     assert summary["jobs"] == 2 and summary["within_horizon"] == 2
     gang.refresh_from_db()
     assert stored_explanation(gang)["estimated_start"] and stored_explanation(gang)["estimated_at"]
-    admission_cycle_run(now=T0 + 50)
+    reconcile_pass_run(now=T0 + 50)
     gang.refresh_from_db()
     assert stored_explanation(gang)["estimated_start"]  # a pass keeps the estimate beside the refreshed explanation
 
