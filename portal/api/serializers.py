@@ -1,4 +1,5 @@
-"""Input and output serializers of the REST API (input: shapes and types; services check the rest)."""
+"""Input and output serializers of the REST API (input: shapes and types, with the bounds the services define and
+check again for every caller; services check the rest)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from rest_framework import serializers
 
 from scheduling.core.model import JobState, PreemptionPolicy, QueueingStrategy
 from scheduling.models import AuditAction, PlanStatus
-from scheduling.services.common import MAX_COUNT, MAX_QUEUE_WEIGHT
+from scheduling.services.common import (MAX_COMMENT_LENGTH, MAX_COUNT, MAX_JOB_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PRIORITY,
+                                        MAX_QUEUE_WEIGHT)
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.selectors.fleet import node_free_gpus
 
@@ -30,24 +32,24 @@ class StrictMixin:
 
 
 class PodSetIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=63, default="worker")
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH, default="worker")
     count = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
     gpus_per_pod = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
 
 
 class TopologyIn(StrictMixin, serializers.Serializer):
-    required = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
-    preferred = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
+    required = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False, default=None)
+    preferred = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False, default=None)
 
 
 class JobSubmitIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    queue = serializers.CharField(max_length=63)
-    flavor = serializers.CharField(max_length=63)
+    name = serializers.CharField(max_length=MAX_JOB_NAME_LENGTH)
+    queue = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    flavor = serializers.CharField(max_length=MAX_NAME_LENGTH)
     pod_sets = PodSetIn(many=True, allow_empty=False)
-    priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True, default=None,
+    priority_class = serializers.CharField(max_length=MAX_NAME_LENGTH, required=False, allow_null=True, allow_blank=True, default=None,
                                            help_text="A priority class your team may use; omitted: the default class.")
-    priority = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=-1_000_000, max_value=1_000_000,
+    priority = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=-MAX_PRIORITY, max_value=MAX_PRIORITY,
                                         help_text="Admins only: a raw priority overriding the class's value.")
     topology = TopologyIn(required=False, default=dict)
     runtime_limit_s = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
@@ -64,9 +66,9 @@ class QuotaIn(StrictMixin, serializers.Serializer):
 
 
 class QueueIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=63)
-    team = serializers.CharField(max_length=63)
-    cohort = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    team = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    cohort = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False, default=None)
     weight = serializers.FloatField(min_value=0.001, max_value=MAX_QUEUE_WEIGHT, default=1.0)
     strategy = serializers.ChoiceField([s.value for s in QueueingStrategy], default=QueueingStrategy.BEST_EFFORT_FIFO.value)
     preemption_policy = serializers.ChoiceField(
@@ -76,7 +78,7 @@ class QueueIn(StrictMixin, serializers.Serializer):
 
 
 class QueuePatchIn(StrictMixin, serializers.Serializer):
-    cohort = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False)
+    cohort = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False)
     weight = serializers.FloatField(min_value=0.001, max_value=MAX_QUEUE_WEIGHT, required=False)
     strategy = serializers.ChoiceField([s.value for s in QueueingStrategy], required=False)
     preemption_policy = serializers.ChoiceField([p.value for p in PreemptionPolicy], required=False)
@@ -84,7 +86,7 @@ class QueuePatchIn(StrictMixin, serializers.Serializer):
 
 
 class TeamIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=63)
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH)
     allotments = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=MAX_COUNT), required=False, default=dict)
 
 
@@ -93,22 +95,22 @@ class TeamPatchIn(StrictMixin, serializers.Serializer):
 
 
 class PriorityClassPatchIn(StrictMixin, serializers.Serializer):
-    value = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000, required=False)
+    value = serializers.IntegerField(min_value=-MAX_PRIORITY, max_value=MAX_PRIORITY, required=False)
     description = serializers.CharField(max_length=500, allow_blank=True, required=False)
     is_default = serializers.BooleanField(required=False)
-    teams = serializers.ListField(child=serializers.CharField(max_length=63), allow_null=True, required=False,
+    teams = serializers.ListField(child=serializers.CharField(max_length=MAX_NAME_LENGTH), allow_null=True, required=False,
                                   help_text="Teams that may use the class; null: every team.")
-    max_gpus_per_team = serializers.IntegerField(min_value=0, max_value=2**31 - 1, allow_null=True, required=False,
+    max_gpus_per_team = serializers.IntegerField(min_value=0, max_value=MAX_COUNT, allow_null=True, required=False,
                                                  help_text="GPUs each team may run at this class at once; null: no cap.")
 
 
 class PriorityClassIn(PriorityClassPatchIn):
-    name = serializers.CharField(max_length=63)
-    value = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000)
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    value = serializers.IntegerField(min_value=-MAX_PRIORITY, max_value=MAX_PRIORITY)
 
 
 class AuditQueryIn(serializers.Serializer):
-    team = serializers.CharField(max_length=63, required=False)
+    team = serializers.CharField(max_length=MAX_NAME_LENGTH, required=False)
     action = serializers.ChoiceField([a.value for a in AuditAction], required=False)
     actor = serializers.CharField(max_length=150, required=False)
     target_type = serializers.CharField(max_length=32, required=False)
@@ -131,11 +133,11 @@ class UsageQueryIn(serializers.Serializer):
 
 
 class QueueQueryIn(serializers.Serializer):
-    team = serializers.CharField(max_length=63, required=False, help_text="Only this team's queues.")
+    team = serializers.CharField(max_length=MAX_NAME_LENGTH, required=False, help_text="Only this team's queues.")
 
 
 class CommentIn(StrictMixin, serializers.Serializer):
-    comment = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
+    comment = serializers.CharField(max_length=MAX_COMMENT_LENGTH, allow_blank=True, required=False, default="")
 
 
 # --- output ---------------------------------------------------------------------------------------

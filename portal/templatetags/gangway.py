@@ -64,12 +64,12 @@ def relative(value, now=None) -> str:
         return "—"
     now = _moment(now) or clock.now_datetime()
     seconds = (moment - now).total_seconds()
-    clock = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
+    wall_time = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
     if abs(seconds) < 60:
         text = "now" if seconds >= 0 else "just now"
-        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, clock)
+        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, wall_time)
     shape = "in {} (at {})" if seconds > 0 else "{} ago ({})"
-    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), clock)
+    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), wall_time)
 
 
 @register.filter

@@ -45,11 +45,23 @@ def create_named(model, **values):
 MAX_COUNT = 2**31 - 1
 """The largest GPU count, pod count or number of seconds a row holds (PostgreSQL's integer)."""
 MAX_QUEUE_WEIGHT = 100.0
+MAX_PRIORITY = 1_000_000
+"""A priority (a job's raw one, a class's value) lies in [-MAX_PRIORITY, MAX_PRIORITY]."""
+MAX_NAME_LENGTH = 63
+"""Names of queues, teams, flavors, classes, pod sets and topology levels (a DNS label's length)."""
+MAX_JOB_NAME_LENGTH = 200
+MAX_COMMENT_LENGTH = 2000
 
 
 def is_count(value) -> bool:
     """An integer (not a bool) a database integer column holds; the caller checks the lower bound."""
     return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_COUNT
+
+
+def comment_check(comment) -> None:
+    """The comment beside an admin's decision (a preemption plan, a cordon)."""
+    if not isinstance(comment, str) or len(comment) > MAX_COMMENT_LENGTH:
+        raise ValidationError({"comment": [f"must be a string of at most {MAX_COMMENT_LENGTH} characters"]})
 
 
 def to_datetime(epoch_s: float) -> dt.datetime:

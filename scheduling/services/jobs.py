@@ -16,7 +16,8 @@ from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent,
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
-from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
+from scheduling.services.common import (MAX_JOB_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PRIORITY, Errors, is_count,
+                                        reconcile_after_commit, to_datetime)
 from scheduling.services.priority_classes import priority_class_resolve
 from scheduling.tasks import create_workload
 
@@ -44,8 +45,8 @@ def _validate_pod_sets(errors: Errors, pod_sets) -> list[dict]:
             continue
         name, count, gpus_per_pod = pod_set.get("name", "main"), pod_set.get("count"), pod_set.get("gpus_per_pod")
         is_valid = True
-        if not isinstance(name, str) or not name or len(name) > 63:
-            errors.add(f"{field}.name", "must be a non-empty string of at most 63 characters")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH:
+            errors.add(f"{field}.name", f"must be a non-empty string of at most {MAX_NAME_LENGTH} characters")
             is_valid = False
         elif name in names:
             errors.add(f"{field}.name", f"duplicate pod set name {name!r}")
@@ -158,12 +159,12 @@ def job_submit(
               .first() if isinstance(flavor_name, str) else None)
     if flavor is None:
         errors.add("flavor", f"unknown flavor {flavor_name!r}")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        errors.add("name", "must be a non-empty string of at most 200 characters")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_JOB_NAME_LENGTH:
+        errors.add("name", f"must be a non-empty string of at most {MAX_JOB_NAME_LENGTH} characters")
     if priority is not None and not is_admin(user):
         errors.add("priority", "only admins set a raw priority; choose a priority_class instead")
-    elif priority is not None and (not is_count(priority) or abs(priority) > 1_000_000):
-        errors.add("priority", "must be an integer between -1000000 and 1000000")
+    elif priority is not None and (not is_count(priority) or abs(priority) > MAX_PRIORITY):
+        errors.add("priority", f"must be an integer between -{MAX_PRIORITY} and {MAX_PRIORITY}")
     chosen_class = _resolve_class(errors, priority_class, queue)
     for field, value in (("runtime_limit_s", runtime_limit_s), ("checkpoint_interval_s", checkpoint_interval_s)):
         if value is not None and (not is_count(value) or value <= 0):
