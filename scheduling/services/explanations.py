@@ -26,7 +26,8 @@ from scheduling.permissions import is_admin
 from scheduling.services.common import Errors, to_datetime
 from scheduling.services.org import _clean_allotments
 from scheduling.services.queues import UNSET, queue_change_check
-from scheduling.simulation.forecast import what_if
+from scheduling.planning.forecast import forecast
+from scheduling.planning.what_if import what_if
 from scheduling.snapshot_cache import StoredExplanations
 from scheduling.snapshots import snapshot_build
 
@@ -106,8 +107,6 @@ _shape = operator.attrgetter("queue", "flavor", "pod_sets", "topology", "tolerat
 
 def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:
     """Run the core forward from the current state and store each pending job's estimated start."""
-    from scheduling.simulation.forecast import forecast
-
     if cluster is None:
         from scheduling.cluster.registry import RecordedNodes
 
