@@ -11,7 +11,9 @@ from django.db import transaction
 from django.db.models import Max, Sum
 
 from scheduling import clock
+from scheduling.cluster.base import WorkloadSpec
 from scheduling.core.model import JobState
+from scheduling.core.model import PodSet as CorePodSet
 from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
@@ -124,6 +126,33 @@ def _create_workload_after_commit(job_id: int) -> None:
         logger.warning("could not ask a worker to create the cluster workload of job %s", job_id, exc_info=True)
 
 
+def pending_job_create(*, spec: WorkloadSpec, owner, queue: Queue, flavor: Flavor, priority: int, name: str,
+                       priority_class: PriorityClass | None, submitted_at, **cluster_fields) -> tuple[Job, list[PodSet]]:
+    """The pending job row and its pod set rows for the gang `spec` describes (submitted, or discovered in the cluster:
+    `cluster_fields` then name its workload); `queue` and `flavor` are the rows `spec` names."""
+    job = Job.objects.create(
+        owner=owner, queue=queue, name=name, flavor=flavor, priority=priority, priority_class=priority_class,
+        topology_required=spec.topology_required or "", topology_preferred=spec.topology_preferred or "",
+        runtime_limit_s=spec.runtime_limit_s, checkpoint_interval_s=spec.checkpoint_interval_s,
+        is_preemptible=spec.is_preemptible, gpus=spec.gpus, submitted_at=submitted_at, state=JobState.PENDING.value,
+        **cluster_fields,
+    )
+    pod_sets = PodSet.objects.bulk_create(
+        PodSet(job=job, name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in spec.pod_sets)
+    return job, pod_sets
+
+
+def workload_spec(job: Job) -> WorkloadSpec:
+    """The gang a stored job describes (its queue, flavor and pod sets read), as a cluster adapter takes it."""
+    return WorkloadSpec(
+        queue=job.queue.name, flavor=job.flavor.name,
+        pod_sets=tuple(CorePodSet(name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in job.pod_sets.all()),
+        priority=job.priority, topology_required=job.topology_required or None,
+        topology_preferred=job.topology_preferred or None, runtime_limit_s=job.runtime_limit_s,
+        checkpoint_interval_s=job.checkpoint_interval_s, is_preemptible=job.is_preemptible,
+    )
+
+
 @transaction.atomic
 def job_submit(
     *,
@@ -193,24 +222,15 @@ def job_submit(
     if validate_only:
         return None
 
-    submitted_at = to_datetime(clock.moment(now))
-    job = Job.objects.create(
-        owner=user,
-        queue=queue,
-        name=name.strip(),
-        flavor=flavor,
+    spec = WorkloadSpec(
+        queue=queue.name, flavor=flavor.name, pod_sets=tuple(CorePodSet(**pod_set) for pod_set in clean_pod_sets),
         priority=priority if priority is not None else (chosen_class.value if chosen_class is not None else 0),
-        priority_class=chosen_class,
-        topology_required=topology_required or "",
-        topology_preferred=topology_preferred or "",
-        runtime_limit_s=runtime_limit_s,
-        checkpoint_interval_s=checkpoint_interval_s,
-        is_preemptible=is_preemptible,
-        gpus=sum(p["count"] * p["gpus_per_pod"] for p in clean_pod_sets),
-        submitted_at=submitted_at,
-        state=JobState.PENDING.value,
+        topology_required=topology_required or None, topology_preferred=topology_preferred or None,
+        runtime_limit_s=runtime_limit_s, checkpoint_interval_s=checkpoint_interval_s, is_preemptible=is_preemptible,
     )
-    pod_set_rows = PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
+    job, pod_set_rows = pending_job_create(spec=spec, owner=user, queue=queue, flavor=flavor, priority=spec.priority,
+                                           name=name.strip(), priority_class=chosen_class,
+                                           submitted_at=to_datetime(clock.moment(now)))
     event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
     event.save()
     job.written = (pod_set_rows, event)  # what a caller shows of the new job without reading it back (job_submitted)

@@ -21,6 +21,7 @@ from scheduling.core.model import CycleResult, JobState, PodPlacement
 from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
+from scheduling.services.cluster import workload_create
 from scheduling.services.common import to_datetime
 from scheduling.services.explanations import explanations_refresh
 from scheduling.services.fleet import fleet_summary_record
@@ -453,9 +454,7 @@ def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
         for job in to_release:
             generation = job["admission_generation"]
             try:
-                if job["pod_template"] is not None and hasattr(cluster, "create_workload"):
-                    from scheduling.services.cluster import workload_create
-
+                if job["pod_template"] is not None and cluster.creates_workloads:
                     workload_create(job_id=job["id"], cluster=cluster)  # idempotent: heals a submission whose creation was lost
                 if job["applied_generation"]:
                     # Re-admitted before the previous admission was suspended (a crash in between): stop it first.
@@ -477,10 +476,8 @@ def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
             continue
         Job.objects.filter(pk=job["id"], applied_generation=job["applied_generation"]).update(applied_generation=0)
         result.suspended.append(job["id"])
-    pin = getattr(cluster, "pin_released_gangs", None)
-    if pin is not None:
-        # Pod events the watcher missed would leave a released gang gated; advance every such gang here too.
-        try:
-            pin()
-        except Exception:  # noqa: BLE001
-            logger.warning("reconcile: pinning released gangs failed; retrying next pass", exc_info=True)
+    # Pod events the watcher missed would leave a released gang gated; advance every such gang here too.
+    try:
+        cluster.pin_released_gangs()
+    except Exception:  # noqa: BLE001
+        logger.warning("reconcile: pinning released gangs failed; retrying next pass", exc_info=True)
