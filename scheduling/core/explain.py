@@ -51,6 +51,7 @@ from scheduling.core.model import (
 from scheduling.core.placement import FleetState
 from scheduling.core.preemption import candidate_victims, displacement_cost_gpu_hours, needs_approval, plan_preemption
 from scheduling.core.quota import QuotaCheck, QuotaLedger, QuotaLimit, cohort_of, lendable
+from scheduling.core.reach import EmptyFleet, why_never_admitted
 
 MAX_NAMED = 10
 """Nodes, racks, jobs named in one list; the counts carry the rest."""
@@ -330,6 +331,7 @@ class Explainer:
         self.preemption_budget = max_preemption_plans
         self.reshape_budget = MAX_RESHAPES
         self._relaxed: dict[str, FleetState] = {}
+        self._empty_fleet: EmptyFleet | None = None
         self._jobs_on_node: list[list[Job]] | None = None
         self._cache: dict[tuple, Explanation] = {}
         self._quota_cache: dict[tuple, QuotaFacts] = {}
@@ -636,29 +638,12 @@ class Explainer:
     # -- never ------------------------------------------------------------------------------------
 
     def _never_fits(self, job: Job, queue: Queue) -> bool:
-        quota = queue.quotas.get(job.flavor)
-        if quota is None:
-            return True
-        if queue.cohort is None or not job.is_preemptible:
-            ceiling = quota.nominal  # a non-preemptible job never borrows
-        else:
-            pool = self.ledger.pool_size.get((cohort_of(queue), job.flavor), 0)
-            reachable = quota.nominal - lendable(quota) + pool
-            ceiling = reachable if quota.borrowing_limit is None else min(reachable, quota.nominal + quota.borrowing_limit)
-        if job.gpus > ceiling:
-            return True
-        return not self._fits_empty(job)
-
-    def _fits_empty(self, job: Job) -> bool:
-        key = ("empty", job.shape)
-        fits = self._place_cache.get(key)
-        if fits is None:
-            empty = self._relaxed.get("empty")
-            if empty is None:
-                nodes = tuple(_relaxed_node(n, conditions=True) for n in self.fleet.nodes)
-                empty = self._relaxed["empty"] = FleetState(nodes, self.fleet.topology, topology_aware=self.fleet.topology_aware)
-            fits = self._place_cache[key] = empty.place(job) is not None
-        return fits
+        if self._empty_fleet is None:
+            # Empty, and every node usable: what the fleet could give once running jobs end and nodes recover.
+            nodes = tuple(_relaxed_node(n, conditions=True) for n in self.fleet.nodes)
+            self._empty_fleet = EmptyFleet(nodes, self.fleet.topology, topology_aware=self.fleet.topology_aware)
+        pool = self.ledger.pool_size.get((cohort_of(queue), job.flavor), 0)
+        return bool(why_never_admitted(job, queue, pool=pool, empty_fleet=self._empty_fleet))
 
     # -- fixes ------------------------------------------------------------------------------------
 

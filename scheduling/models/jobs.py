@@ -9,6 +9,8 @@ from scheduling.core.model import JobState
 
 JOB_STATE_CHOICES = [(s.value, s.name.title()) for s in JobState]
 HOLDING_STATES = [s.value for s in JobState if s.holds_gpus]
+JOB_QUEUE_ORDER = ("-priority", "submitted_at", "id")
+"""A queue's pending jobs in the core's order (core.model.Job.queue_order), as the job_pending_order index walks them."""
 
 
 class Job(models.Model):
@@ -63,7 +65,7 @@ class Job(models.Model):
         ]
         indexes = [
             # The reconcile pass reads pending jobs per queue in priority-then-FIFO order.
-            models.Index(fields=["state", "queue", "-priority", "submitted_at", "id"], name="job_pending_order"),
+            models.Index(fields=["state", "queue", *JOB_QUEUE_ORDER], name="job_pending_order"),
             models.Index(fields=["owner", "state"], name="job_owner_state"),
             # The job list, newest first, unfiltered and by each filter (keyset pages walk these).
             models.Index(fields=["-submitted_at", "-id"], name="job_list_order"),

@@ -77,7 +77,7 @@ class _QueueLine:
     def __post_init__(self) -> None:
         sort_queue(self.jobs)
         for i, job in enumerate(self.jobs):
-            key = _key(job)
+            key = job.shape
             positions = self.by_key.setdefault(key, [])
             if not positions or self.jobs[positions[-1]].priority != job.priority:
                 self.bands.setdefault(key, []).append(len(positions))
@@ -89,10 +89,6 @@ class _QueueLine:
         while i < len(self.jobs) and i in self.started:
             i += 1
         return i if i < len(self.jobs) else None
-
-
-def _key(job: Job) -> tuple:
-    return (job.flavor, job.pod_sets, job.topology, job.tolerations)
 
 
 class _Forward:
@@ -214,7 +210,7 @@ class _Forward:
         picked.update(self._reservations(line, admissible, t))
         for i in list(picked):
             after = line.next_waiting(i + 1)
-            if after is not None and not admissible.get(_key(line.jobs[after]), False):
+            if after is not None and not admissible.get(line.jobs[after].shape, False):
                 picked.add(after)
         self.passed[name] = passed_upto
         return picked
@@ -300,7 +296,7 @@ class _Forward:
             picked.add(i)
             if job.backoff_until is None or job.backoff_until <= t:
                 free_gpus -= job.gpus
-                if not admissible.get(_key(job), False) or free_gpus < 0:
+                if not admissible.get(job.shape, False) or free_gpus < 0:
                     return
             i = line.next_waiting(i + 1)
 

@@ -80,7 +80,7 @@ def what_if(snapshot: Snapshot, changed_queues: Mapping[str, Queue], *, horizon_
     changed = set(changed_queues)
     jobs = tuple(
         (job.id, before.starts.get(job.id), after.starts.get(job.id))
-        for job in sorted(snapshot.pending, key=lambda j: (j.queue, -j.priority, j.submitted_at, j.id))
+        for job in sorted(snapshot.pending, key=lambda j: (j.queue, *j.queue_order))
         if job.queue in changed
     )
     reclaimable_before = _reclaimable(snapshot, changed)
