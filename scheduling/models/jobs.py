@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 from django.conf import settings
 from django.db import models
 
@@ -122,6 +124,24 @@ class Placement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.pod_set.name}-{self.pod_index} → {self.node.name}"
+
+
+class EventReason(enum.StrEnum):
+    """Why a job changed state: JobEvent.reason, machine-readable (the message carries the words and numbers)."""
+
+    SUBMITTED = "submitted"
+    DISCOVERED = "discovered"
+    """A suspended workload found in the cluster became a job."""
+    ADMITTED = "admitted"
+    PODS_READY = "pods_ready"
+    PODS_NOT_READY = "pods_not_ready"
+    """Evicted: the gang's pods were not all ready within the readiness timeout."""
+    PREEMPTED = "preempted"
+    REQUEUED = "requeued"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    WORKLOAD_DELETED = "workload_deleted"
 
 
 class JobEvent(models.Model):

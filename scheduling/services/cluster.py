@@ -17,7 +17,7 @@ from scheduling.cluster.base import Cluster, DiscoveredWorkload, WorkloadPhase, 
 from scheduling.core.model import JobState
 from scheduling.core.model import Node as CoreNode
 from scheduling.fleetfile import FleetSpec, NodeSpec
-from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, Queue, ReconcileState, TeamNamespace, WorkloadRejection
+from scheduling.models import EventReason, Flavor, FleetSettings, Job, JobEvent, Node, Queue, ReconcileState, TeamNamespace, WorkloadRejection
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services.common import MAX_JOB_NAME_LENGTH, reconcile_after_commit, to_datetime
 from scheduling.services.fleet import FleetSyncResult, fleet_sync
@@ -198,7 +198,7 @@ def cluster_workloads_sync(
             tolerations=[dict(t) for t in workload.tolerations],
             cluster_namespace=workload.namespace, cluster_name=workload.name, cluster_kind=workload.kind,
         )
-        job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="discovered",
+        job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason=EventReason.DISCOVERED,
                   message=f"suspended {workload.kind} {workload.namespace}/{workload.name} found in the cluster").save()
         known[key] = job.pk
         result.created.append(job.pk)
@@ -235,7 +235,7 @@ def _cancel_deleted(*, cluster: Cluster, listed: set[tuple[str, str]], now: floa
         .update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation_key="")
     ]
     JobEvent.objects.bulk_create(
-        job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason="workload_deleted",
+        job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason=EventReason.WORKLOAD_DELETED,
                   message=f"{ref.kind} {ref.namespace}/{ref.name} was deleted from the cluster")
         for ref in gone
     )

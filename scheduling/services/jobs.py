@@ -14,7 +14,7 @@ from scheduling import clock
 from scheduling.cluster.base import WorkloadSpec
 from scheduling.core.model import JobState
 from scheduling.core.model import PodSet as CorePodSet
-from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, PodSet, PriorityClass, Queue
+from scheduling.models import AuditAction, EventReason, Flavor, FleetSettings, Job, JobEvent, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
@@ -231,7 +231,7 @@ def job_submit(
     job, pod_set_rows = pending_job_create(spec=spec, owner=user, queue=queue, flavor=flavor, priority=spec.priority,
                                            name=name.strip(), priority_class=chosen_class,
                                            submitted_at=to_datetime(clock.moment(now)))
-    event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
+    event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason=EventReason.SUBMITTED, actor=user)
     event.save()
     job.written = (pod_set_rows, event)  # what a caller shows of the new job without reading it back (job_submitted)
     if pod_template is not None:
@@ -263,7 +263,7 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(clock.now_s()), explanation_key="")
     job.refresh_from_db()
     job.placements.all().delete()
-    job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
+    job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason=EventReason.CANCELLED, message=reason, actor=user).save()
     audit_record(actor=user, action=AuditAction.JOB_CANCEL, target=job, team=job.queue.team, before={"state": previous},
                  after={"state": job.state}, comment=reason)
     reconcile_after_commit()

@@ -18,7 +18,7 @@ from scheduling.cluster.base import Cluster, GangRelease, WorkloadPhase, Workloa
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
 from scheduling.core.model import CycleResult, JobState, PodPlacement
-from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
+from scheduling.models import EventReason, Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
 from scheduling.services.cluster import workload_create
@@ -211,7 +211,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
             final = JobState.SUCCEEDED if status.phase is WorkloadPhase.SUCCEEDED else JobState.FAILED
             if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment):
                 Placement.objects.filter(job_id=job["id"]).delete()  # placements are the current admission's only
-                events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
+                events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=EventReason(final.value)))
                 result.finished.append(job["id"])
             continue
         ready = status.ready_pods
@@ -225,7 +225,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
                             started_at=moment, ready_pods=ready)
         ):
             events.append(
-                job_event(job_id=job["id"], from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason="pods_ready",
+                job_event(job_id=job["id"], from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason=EventReason.PODS_READY,
                           message=f"all {ready} pods running")
             )
             result.started.append(job["id"])
@@ -255,7 +255,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
 
     # Evictions first: they free GPUs the admissions below may use.
     for eviction in decisions.evictions:
-        if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason="pods_not_ready",
+        if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason=EventReason.PODS_NOT_READY,
                     message=eviction.message, events=events, result=result,
                     extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until),
                            "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(eviction.job_id, 0.0)}):
@@ -274,7 +274,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             continue
         preempted = [
             victim_id for victim_id in admission.preempted
-            if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason="preempted",
+            if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason=EventReason.PREEMPTED,
                         message=_victim_message(admission.job_id, approvals), events=events, result=result,
                         extra={"preempted_by_id": admission.job_id,
                                "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(victim_id, 0.0)})
@@ -285,7 +285,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         message = f"{len(admission.placement)} pods on {nodes} nodes" + (" (borrowing from the cohort)" if admission.is_borrowing else "")
         if preempted:
             message += f"; preempted jobs {', '.join(map(str, preempted))}"
-        events.append(job_event(job_id=admission.job_id, from_state=expected[0], to_state=JobState.ADMITTED, reason="admitted",
+        events.append(job_event(job_id=admission.job_id, from_state=expected[0], to_state=JobState.ADMITTED, reason=EventReason.ADMITTED,
                                 message=message))
         result.admitted.append(admission.job_id)
     Placement.objects.bulk_create(placements, batch_size=1000)
@@ -320,7 +320,7 @@ def _requeue(job_id: int, *, expected: tuple[str, int], via: JobState, reason: s
         return False
     Placement.objects.filter(job_id=job_id).delete()
     events.append(job_event(job_id=job_id, from_state=expected[0], to_state=via, reason=reason, message=message))
-    events.append(job_event(job_id=job_id, from_state=via, to_state=JobState.PENDING, reason="requeued", message="keeps its submit time"))
+    events.append(job_event(job_id=job_id, from_state=via, to_state=JobState.PENDING, reason=EventReason.REQUEUED, message="keeps its submit time"))
     return True
 
 
