@@ -1,14 +1,14 @@
 """Quota what-ifs: a team lead's proposed queue change previewed as two forecasts, before and after, per team and per
-job, with the running jobs of other teams that the change would make reclaimable."""
+job, with the running jobs of other queues that the change would make reclaimable (the core's reclaim rule)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Mapping
 
 from scheduling.core.model import Queue, Snapshot
-from scheduling.core.quota import QuotaLedger, cohort_of
+from scheduling.core.preemption import candidate_victims
+from scheduling.core.quota import QuotaLedger
 from scheduling.planning.forecast import DEFAULT_HORIZON_S, Forecast, forecast
 
 
@@ -41,7 +41,7 @@ class WhatIf:
     jobs: tuple[tuple[int, float | None, float | None], ...]
     """The changed queues' pending jobs: (job id, estimated start before, after)."""
     reclaimable: tuple[Reclaimable, ...]
-    """Running jobs of other teams that the change makes reclaimable by the changed queues."""
+    """Running jobs of other queues that the change makes reclaimable by the changed queues (the core's reclaim rule)."""
 
     def to_dict(self) -> dict:
         def team_rows(rows):
@@ -113,23 +113,20 @@ def _team_waits(snapshot: Snapshot, result: Forecast) -> tuple[TeamWait, ...]:
 
 
 def _reclaimable(snapshot: Snapshot, changed: set[str]) -> tuple[Reclaimable, ...]:
-    """Running jobs of other teams, borrowing in a changed queue's cohort, that a pending job of it could reclaim."""
+    """Running jobs of other queues that the core would reclaim for a changed queue's smallest pending job of each
+    flavor (preemption.candidate_victims: borrowing in its cohort, preemptible, and only for a job within nominal)."""
     ledger = QuotaLedger(snapshot.queues, snapshot.admitted)
     found: dict[int, Reclaimable] = {}
     for name in sorted(changed):
         queue = snapshot.queues.get(name)
-        if queue is None or queue.cohort is None or not queue.preemption.may_reclaim_in_cohort:
+        if queue is None:
             continue
-        for flavor, quota in queue.quotas.items():
-            smallest = min((j.gpus for j in snapshot.pending if j.queue == name and j.flavor == flavor), default=math.inf)
-            if ledger.usage(name, flavor) + smallest > quota.nominal:
+        for flavor in queue.quotas:
+            smallest = min((j for j in snapshot.pending if j.queue == name and j.flavor == flavor),
+                           key=lambda j: (j.gpus, j.queue_order), default=None)
+            if smallest is None:
                 continue
-            for job in snapshot.admitted:
-                other = snapshot.queues.get(job.queue)
-                if (
-                    other is None or other.team == queue.team or job.flavor != flavor or not job.is_preemptible
-                    or cohort_of(other) != cohort_of(queue) or ledger.borrowed(other, flavor) <= 0
-                ):
-                    continue
-                found[job.id] = Reclaimable(job.id, job.queue, job.team, job.gpus, flavor)
+            for job in candidate_victims(smallest, snapshot.queues, snapshot.admitted, ledger, protected=set()):
+                if job.queue != name:
+                    found[job.id] = Reclaimable(job.id, job.queue, job.team, job.gpus, flavor)
     return tuple(found[k] for k in sorted(found))
