@@ -115,8 +115,8 @@ def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileRes
         explanations_version=F("explanations_version") + (1 if written else 0),
     )
     if written:
-        # Another writer in between (the estimates task, another worker's pass) makes this process read the stored
-        # fingerprints again next pass.
+        # explanations_refresh is the one writer of explanations; another worker's pass in between makes this process
+        # read the stored fingerprints again next pass. (The estimates task writes only the estimate fields.)
         version = ReconcileState.objects.values_list("explanations_version", flat=True).get(pk=1)
         cache.explanations_version = version if version == state.explanations_version + 1 else None
     if result.admitted or result.finished or result.preempted or result.evicted:

@@ -3,6 +3,7 @@ and the what-if previews (which save nothing and follow the PATCH permissions)."
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
@@ -10,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from scheduling.models import Job, JobEvent, PreemptionPlan, Queue, QueueQuota, TeamAllotment
 from scheduling.services import reconcile_pass_run, job_submit
+from scheduling.selectors.explanations import job_explanation_get
 from scheduling.services.explanations import estimates_refresh
 from tests.conftest import H100, stored_explanation
 
@@ -50,6 +52,19 @@ def test_the_pass_stores_the_ordered_explanation_and_an_estimate_survives_the_ne
     reconcile_pass_run(now=T0 + 50)
     gang.refresh_from_db()
     assert stored_explanation(gang)["estimated_start"]  # a pass keeps the estimate beside the refreshed explanation
+
+
+def test_the_api_gives_the_whole_stored_explanation_in_the_shape_the_schema_declares(busy, client_as):
+    estimates_refresh(now=T0 + 40)
+    client = client_as("vision-researcher")
+    for job in (busy["gang"], busy["small"]):
+        job.refresh_from_db()
+        stored = job_explanation_get(job=job)
+        assert client.get(f"/api/v1/jobs/{job.pk}/").json()["explanation"] == json.loads(json.dumps(stored))
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    explanation = schema["components"]["schemas"]["JobDetailOut"]["properties"]["explanation"]
+    assert "ExplanationOut" in json.dumps(explanation)
+    assert {"blocking", "quota", "fit", "fixes", "position", "estimated_start"} <= set(schema["components"]["schemas"]["ExplanationOut"]["properties"])
 
 
 def test_the_api_returns_the_explanation_with_the_live_queue_position(busy, client_as):
