@@ -1,4 +1,7 @@
-"""One admission cycle: the scheduling decisions for a snapshot, as a numbered recipe."""
+"""One admission cycle: the scheduling decisions for a snapshot, as a numbered recipe.
+
+Over 400 lines for a reason: the recipe's steps share one cycle's state (fleet, ledger, verdicts, plans), so they
+stay methods of one class beside the recipe that calls them; the rules they apply live in their own modules."""
 
 from __future__ import annotations
 

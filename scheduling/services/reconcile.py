@@ -1,4 +1,8 @@
-"""The reconcile pass: observe the cluster, snapshot, run the core, persist decisions, then apply them."""
+"""The reconcile pass: observe the cluster, snapshot, run the core, persist decisions, then apply them.
+
+Over 400 lines for a reason: the steps share one transaction, its row lock and one ReconcileResult, each a named
+function here in the order the pass runs them; what they call (snapshots, plans, explanations, the cluster) lives
+elsewhere."""
 
 from __future__ import annotations
 

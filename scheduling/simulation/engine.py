@@ -33,6 +33,9 @@ Skipping cycles that cannot change anything (what makes a 68,503-job replay take
    A queue without a cohort can admit at most its unused nominal quota R, so min(F, R) + 1 jobs.
 
 The engine checks what the core does not have to: no node is ever over-committed.
+
+Over 400 lines for a reason: the event loop and the cycle-skipping rules above share the run's pending queues and
+clock; the scheduling itself is the core's, the policies are policies.py's.
 """
 
 from __future__ import annotations
