@@ -34,7 +34,7 @@ from scheduling.core.fairshare import decay_usage, sort_queue
 from scheduling.core.model import Job, JobState, Queue, QueueingStrategy, Snapshot
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger
-from scheduling.core.starvation import may_reserve
+from scheduling.core.starvation import is_starving, starving_before
 
 DEFAULT_HORIZON_S = 7 * 24 * 3600.0
 INITIAL_CAP = 2
@@ -220,24 +220,19 @@ class _Forward:
         (SchedulerConfig.starvation_after_s): it blocks the rest of its queue, in the full cycle as in
         this one. Usage only grows in a forward cycle, so a job that may not reserve at its start never
         may during it. Starving jobs whose shape may start are passed, or not, like their shape."""
-        threshold = self.config.starvation_after_s
-        if threshold is None:
+        if self.config.starvation_after_s is None:
             return []
-        starving_before, quotas, found = t - threshold, line.queue.quotas, []
+        before, found = starving_before(t, self.config), []
         for key, may_start in admissible.items():
-            positions = line.by_key[key]
-            job = line.jobs[positions[0]]
-            quota = quotas.get(job.flavor)
-            if may_start or quota is None or not may_reserve(job, quota, self.ledger.usage(job.queue, job.flavor)):
+            if may_start:
                 continue
-            bands = line.bands[key]
-            first = None
+            positions, bands, first = line.by_key[key], line.bands[key], None
             for start, end in zip(bands, [*bands[1:], len(positions)]):
                 # Within one priority level a shape's jobs are in submit order: the starving ones lead it.
                 for k in range(max(start, line.cursor[key]), end):
                     i = positions[k]
                     job = line.jobs[i]
-                    if (first is not None and i >= first) or job.submitted_at > starving_before:
+                    if (first is not None and i >= first) or not is_starving(job, line.queue, self.ledger, before):
                         break
                     if i not in line.started and (job.backoff_until is None or job.backoff_until <= t):
                         first = i
