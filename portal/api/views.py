@@ -14,9 +14,7 @@ from portal.api.filters import JobFilter
 from portal.api.pagination import JobPagination, NodePagination
 from portal.api.validation import validated_body
 from scheduling import selectors, services
-from scheduling.core.policy import policy_in_force
 from scheduling.models import Team
-from scheduling.snapshots import scheduler_config
 
 
 class KnownQueryParameters:
@@ -186,7 +184,7 @@ class FleetView(APIView):
                     "totals": summary.totals.as_dict(),
                     "by_flavor": {k: v.as_dict() for k, v in summary.by_flavor.items()},
                     "racks": [r.__dict__ for r in summary.racks],
-                    "policy": policy_in_force(scheduler_config()),
+                    "policy": selectors.scheduling_policy(),
                 }
             ).data
         )

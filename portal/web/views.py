@@ -196,6 +196,7 @@ def fleet(request):
     if request.htmx:
         return render(request, "web/_fleet_live.html", context)
     context["usage_charts"] = _fleet_usage_charts(request)
+    context["policy"] = [(rule.replace("_", " ").capitalize(), words) for rule, words in selectors.scheduling_policy().items()]
     return render(request, "web/fleet.html", context)
 
 

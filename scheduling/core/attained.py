@@ -6,7 +6,11 @@ jobs with the least attained service first — GPUs × time run, so a wide gang 
 width — lets the many short jobs through without knowing which they are. The service is cut into
 levels (`SchedulerConfig.service_levels_gpu_h`): jobs of one level keep their FIFO order, so the
 order does not churn every time a running job's service grows, and a running job is a victim for
-a pending one only once it sits a whole level above it.
+a pending one only once it sits a whole level above it — and only if it checkpoints. A job without
+checkpoints loses everything it ran when stopped, and its long attained service is exactly what makes
+it likely to be nearly done: on the policy suite, stopping such jobs for newcomers threw away
+thousands of GPU-hours and lengthened waits (docs/simulation.md). It can still be reclaimed when it
+borrows, where the payoff rule weighs that loss.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ def served_longer(victim: Job, job: Job, now: float, levels_gpu_h: tuple[float, 
 def served_longer_victims(
     job: Job, holding: Iterable[Job], now: float, config: SchedulerConfig, *, protected: set[int], already: list[Job]
 ) -> list[Job]:
-    """Running jobs of `job`'s queue a whole service level above it, not yet among the candidates."""
+    """Running jobs of `job`'s queue that checkpoint and sit a whole service level above it, not yet
+    among the candidates."""
     levels = config.service_levels_gpu_h
     if not levels:
         return []
@@ -54,6 +59,7 @@ def served_longer_victims(
         if other.queue == job.queue
         and other.flavor == job.flavor
         and other.is_preemptible
+        and other.checkpoint_interval_s
         and other.id not in protected
         and other.id != job.preempted_by
         and other.id not in known

@@ -33,7 +33,7 @@ from scheduling.core.payoff import (
     soon_free_message,
     unpaid_preemption,
 )
-from scheduling.core.placement import FleetState
+from scheduling.core.placement import fleet_state_for
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.core.quota import QuotaLedger, cohort_of
@@ -90,7 +90,7 @@ class _Cycle:
         snapshot = self.snapshot
         evicted = {e.job_id for e in self.evictions}
         self.holding: dict[int, Job] = {job.id: job for job in snapshot.admitted if job.id not in evicted}
-        self.fleet, self.ledger = _BASE_BY_THREAD.base.state_for(snapshot, self.config.topology_aware, self.holding)
+        self.fleet, self.ledger = _BASE_BY_THREAD.base.state_for(snapshot, self.holding)
         self.class_limits = PriorityClassLimits(snapshot.priority_class_caps, self.holding.values())
         self.protected: set[int] = set()
         # Capacity only shrinks while nothing is preempted, so a failure stays a failure until then.
@@ -382,16 +382,17 @@ class _BaseState:
         self.nodes = None
         self.queues = None
 
-    def state_for(self, snapshot: Snapshot, topology_aware: bool, holding: dict[int, Job]):
+    def state_for(self, snapshot: Snapshot, holding: dict[int, Job]):
+        placement_rules = (snapshot.config.topology_aware, snapshot.config.single_pods_fleet_wide)
         if (
             self.nodes is not snapshot.nodes
             or self.queues is not snapshot.queues
             or self.topology != snapshot.topology
-            or self.topology_aware != topology_aware
+            or self.placement_rules != placement_rules
         ):
             self.nodes, self.queues = snapshot.nodes, snapshot.queues
-            self.topology, self.topology_aware = snapshot.topology, topology_aware
-            self.fleet = FleetState(snapshot.nodes, snapshot.topology, topology_aware=topology_aware)
+            self.topology, self.placement_rules = snapshot.topology, placement_rules
+            self.fleet = fleet_state_for(snapshot)
             self.ledger = QuotaLedger(snapshot.queues)
             self.jobs: dict[int, Job] = {}
         fleet, ledger, jobs = self.fleet, self.ledger, self.jobs

@@ -2,7 +2,7 @@
 
 Across queues the cycle serves the queue with the lowest key
 
-    (weighted dominant share, decayed historical usage / weight, head job's priority and submit time)
+    (weighted dominant share, decayed historical usage / entitlement, head job's priority and submit time)
 
 where, as in Kueue's fair sharing,
 
@@ -13,7 +13,9 @@ where, as in Kueue's fair sharing,
 so a queue within its quota (share 0) goes before any borrower, and among borrowers the lightest
 goes first. Ties, which are the rule when nobody borrows, are broken first by usage history: GPU-seconds
 used, decayed with a half-life (Slurm's PriorityDecayHalfLife, default 7 days), divided by the
-weight, so a team that held the fleet last week waits behind one that did not; then by the
+queue's entitlement — its weight × its nominal GPUs, as Slurm normalises usage by shares — so a team
+that held the fleet last week waits behind one that did not, and a big team is not ranked behind a
+small one merely for using the quota it owns; then by the
 queues' head jobs (higher priority, then less attained service, then earlier submission), so equal
 queues interleave FIFO. Within a queue: higher priority first, then the lower attained-service level
 (core.attained; a job preempted after a long run goes behind the fresh ones), then earlier
@@ -57,13 +59,20 @@ def dominant_share(queue: Queue, ledger: QuotaLedger) -> float:
     return share / max(queue.weight, 1e-9)
 
 
+def entitlement(queue: Queue) -> float:
+    """What the queue's history is measured against: weight × nominal GPUs (at least one GPU, so a
+    queue that only borrows still ranks by what it used)."""
+    nominal = sum(quota.nominal for quota in queue.quotas.values())
+    return max(queue.weight, 1e-9) * max(nominal, 1)
+
+
 def queue_order_key(
     queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = ()
 ) -> tuple:
-    """Lowest first: share, then faded history, then the head job's priority, service level and age."""
+    """Lowest first: share, then faded history per entitlement, then the head job's priority, service level and age."""
     return (
         dominant_share(queue, ledger),
-        historical_usage / max(queue.weight, 1e-9),
+        historical_usage / entitlement(queue),
         -head.priority,
         service_level(head.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0,
         head.submitted_at,

@@ -216,6 +216,10 @@ class SchedulerConfig:
     usage_half_life_s: float = 7 * 24 * 3600.0
     topology_aware: bool = True
     """False gives the naive baseline: first fit over all nodes, no domains, no best fit."""
+    single_pods_fleet_wide: bool = True
+    """A one-pod job without a topology request goes to the best-fitting node of the whole fleet rather
+    than of the tightest rack: it has no locality to keep, and on the policy suite the fleet-wide best
+    fit left more whole nodes for gangs (docs/simulation.md). False: the tightest domain, as for gangs."""
     preemption_enabled: bool = True
     max_preemption_plans_per_cycle: int = 8
     """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest

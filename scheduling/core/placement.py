@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from scheduling.core.model import FLEET, Job, Node, PodPlacement
+from scheduling.core.model import FLEET, Job, Node, PodPlacement, Snapshot, TopologyRequest
 from scheduling.core.topology import Domain, build_domains, levels_to_try
 
 NodeClass = tuple[str, tuple]  # (flavor, taints)
@@ -53,8 +53,12 @@ class _DomainState:
 class FleetState:
     """Free GPUs per node and per domain; mutated as the cycle admits and evicts gangs."""
 
-    def __init__(self, nodes: Sequence[Node], topology: tuple[str, ...], *, topology_aware: bool = True) -> None:
+    def __init__(
+        self, nodes: Sequence[Node], topology: tuple[str, ...], *, topology_aware: bool = True,
+        single_pods_fleet_wide: bool = True,
+    ) -> None:
         self.nodes = tuple(nodes)
+        self.single_pods_fleet_wide = single_pods_fleet_wide
         self.topology = topology
         self.topology_aware = topology_aware
         self.index_of = {node.name: i for i, node in enumerate(self.nodes)}
@@ -212,6 +216,8 @@ class FleetState:
         # A preferred level is a promise of locality: the first level that fits wins. Without one,
         # a coarser domain wins only if it breaks fewer whole nodes than the finer one would.
         locality_first = job.topology.preferred is not None
+        if self.single_pods_fleet_wide and levels is None and len(pods) == 1 and job.topology == TopologyRequest():
+            levels = (FLEET,)  # SchedulerConfig.single_pods_fleet_wide
         chosen, chosen_score = None, None
         for rank, level in enumerate(levels or levels_to_try(self.topology, job.topology)):
             best, score = self._best_domain(self._domain_states.get(level, ()), classes, pods, job.gpus)
@@ -316,3 +322,10 @@ def _pods_with_gpus(placement: Iterable[PodPlacement], job: Job):
     gpus_per_pod = {ps.name: ps.gpus_per_pod for ps in job.pod_sets}
     for pod in placement:
         yield pod, gpus_per_pod.get(pod.pod_set, 0)
+
+
+def fleet_state_for(snapshot: Snapshot) -> FleetState:
+    """The snapshot's nodes, empty, under its config's placement rules."""
+    config = snapshot.config
+    return FleetState(snapshot.nodes, snapshot.topology, topology_aware=config.topology_aware,
+                      single_pods_fleet_wide=config.single_pods_fleet_wide)

@@ -12,13 +12,24 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         + " GPU-hours already run, FIFO within a level"
         if levels else "priority, then FIFO"
     )
+    fair_share = (
+        "lowest dominant share of borrowed GPUs first; at equal shares, less usage (decayed with a half-life of "
+        f"{config.usage_half_life_s / 86400:g} days) per weight × nominal GPUs"
+    )
+    placement = (
+        "a gang in the smallest rack or block that holds it, breaking the fewest whole nodes; a single pod on "
+        "the best-fitting node of the whole fleet"
+        if config.topology_aware else "first fit by node name"
+    )
     if not config.preemption_enabled:
         preemption = "off"
     elif config.preempt_only_when_it_pays:
         preemption = (f"only when it pays: the gang's estimated gain must exceed {config.payoff_margin:g}× the "
                       f"victims' lost work plus {config.restart_overhead_s:g} s restart; a victim without checkpoints "
-                      f"only when GPUs would not come back sooner on their own (priority preemption is not weighed)")
+                      f"only when GPUs would not come back sooner on their own, and never for attained service "
+                      f"alone (priority preemption is not weighed)")
     else:
         preemption = "whenever a plan makes room (cheapest displacement first)"
     starvation = (f"after {config.starvation_after_s:g} s pending" if config.starvation_after_s is not None else "off")
-    return {"order": order, "preemption": preemption, "starvation_reservations": starvation}
+    return {"order": order, "fair_share": fair_share, "placement": placement, "preemption": preemption,
+            "starvation_reservations": starvation}

@@ -32,7 +32,7 @@ from typing import Mapping
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage, sort_queue
 from scheduling.core.model import Job, JobState, Queue, QueueingStrategy, Snapshot
-from scheduling.core.placement import FleetState
+from scheduling.core.placement import fleet_state_for
 from scheduling.core.quota import QuotaLedger
 from scheduling.core.starvation import is_starving, starving_before
 
@@ -103,7 +103,7 @@ class _Forward:
         self.last_caps: dict[tuple, int] = {}
         self.events: list[tuple[float, int]] = []
         """(time, job id) of ends; job id -1 marks a wake-up (a backoff ends)."""
-        self.fleet = FleetState(snapshot.nodes, snapshot.topology, topology_aware=snapshot.config.topology_aware)
+        self.fleet = fleet_state_for(snapshot)
         for job in snapshot.admitted:
             job = job if job.are_pods_ready else replace(job, are_pods_ready=True)
             since = job.started_at if job.started_at is not None else job.admitted_at

@@ -1,7 +1,7 @@
 """Reads for the API and the web pages, filtered by who is asking (see scheduling.permissions)."""
 
 from scheduling.selectors.audit import audit_actors, audit_for_job, audit_page, audit_teams
-from scheduling.selectors.fleet import fleet_summary, node_list
+from scheduling.selectors.fleet import fleet_summary, node_list, scheduling_policy
 from scheduling.selectors.jobs import job_get, job_list, job_page, job_submitted
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list, team_members, teams_visible
 from scheduling.selectors.preemption import preemption_list
@@ -14,6 +14,7 @@ __all__ = [
     "audit_page",
     "audit_teams",
     "fleet_summary",
+    "scheduling_policy",
     "job_get",
     "job_list",
     "job_page",

@@ -8,8 +8,10 @@ from django.db.models import IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from scheduling import clock
+from scheduling.core.policy import policy_in_force
 from scheduling.models import FleetSettings, Node, Placement, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
+from scheduling.snapshots import scheduler_config
 
 
 def node_list() -> QuerySet:
@@ -23,6 +25,11 @@ def node_list() -> QuerySet:
         )
         .order_by("name")
     )
+
+
+def scheduling_policy() -> dict[str, str]:
+    """The rules the reconcile pass applies, in words (the fleet page and `GET /api/v1/fleet/`)."""
+    return policy_in_force(scheduler_config())
 
 
 def node_free_gpus(node) -> int:

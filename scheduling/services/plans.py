@@ -31,7 +31,7 @@ from scheduling.core.model import (
     PreemptionPlan,
     Snapshot,
 )
-from scheduling.core.placement import FleetState
+from scheduling.core.placement import fleet_state_for
 from scheduling.core.preemption import candidate_victims, displacement_cost_gpu_hours, needs_approval
 from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.core.quota import QuotaLedger
@@ -128,7 +128,7 @@ class _StateAfterCycle:
     def __init__(self, snapshot: Snapshot, decisions: CycleResult, job_ids: set[int]) -> None:
         self.snapshot = snapshot
         self.holding = holding_after(snapshot, decisions)
-        self.fleet = FleetState(snapshot.nodes, snapshot.topology, topology_aware=snapshot.config.topology_aware)
+        self.fleet = fleet_state_for(snapshot)
         for job in self.holding.values():
             self.fleet.allocate_placement(job.placement, job)
         self.ledger = QuotaLedger(snapshot.queues, self.holding.values())

@@ -7,7 +7,9 @@
 | `gangway` | one per team, one cohort, borrowing unlimited | best-effort FIFO, fair share with usage decayed over a half-life | topology- and fragmentation-aware | reclaim of borrowed capacity, cheapest displacement first; the plans are approved (the simulated admin approves every plan) |
 | `sjf-oracle` | one queue for everybody, the whole fleet | priority = −true duration (clairvoyant shortest job first) | topology-aware | none |
 
-`sjf-oracle` knows what no scheduler knows; it is a reference line, not a policy to run.
+`sjf-oracle` knows what no scheduler knows; it is a reference line, not a policy to run. The three
+yardsticks keep the rules they were measured with (issue 10): a new rule of the default policy that
+would change them is turned off here.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def partition(fleet: Fleet, quotas: Mapping[str, Mapping[str, int]]) -> dict[str
 POLICIES: dict[str, Policy] = {
     "fifo-isolated": Policy(
         "fifo-isolated",
-        config=SchedulerConfig(preemption_enabled=False),
+        config=SchedulerConfig(preemption_enabled=False, single_pods_fleet_wide=False),
         strategy=QueueingStrategy.STRICT_FIFO,
         cohort=None,
         partitioned=True,
@@ -135,7 +137,7 @@ POLICIES: dict[str, Policy] = {
     ),
     "sjf-oracle": Policy(
         "sjf-oracle",
-        config=SchedulerConfig(preemption_enabled=False, starvation_after_s=None),
+        config=SchedulerConfig(preemption_enabled=False, starvation_after_s=None, single_pods_fleet_wide=False),
         single_queue=True,
         oracle=True,
         description="clairvoyant shortest-job-first in one queue over the whole fleet (reference only)",

@@ -129,6 +129,24 @@ def test_at_equal_share_the_team_with_less_recent_usage_goes_first():
     assert admitted_ids(result) == [1]
 
 
+@pytest.mark.parametrize(
+    "big_usage_gpu_h, small_usage_gpu_h, first",
+    [
+        pytest.param(64, 16, "small", id="the same share of their quotas: the small queue submitted first goes first"),
+        pytest.param(64, 24, "big", id="a small queue that used more of its quota waits though it used fewer GPU-hours"),
+        pytest.param(200, 16, "small", id="a big queue that used more of its quota waits"),
+    ],
+)
+def test_usage_history_is_measured_against_each_queues_entitlement(big_usage_gpu_h, small_usage_gpu_h, first):
+    nodes = rack_fleet(racks=1, nodes=1)
+    small_job = a_gang(1, 8).id(1).in_queue("small").submitted(1)
+    big_job = a_gang(1, 8).id(2).in_queue("big").submitted(2)
+    queues = [queue("small", 8), queue("big", 32)]
+    history = {"big": big_usage_gpu_h * 3600.0, "small": small_usage_gpu_h * 3600.0}
+    result = run_admission_cycle(snapshot(nodes, queues, pending=[small_job, big_job], historical_usage=history))
+    assert admitted_ids(result) == [1 if first == "small" else 2]
+
+
 def test_decayed_usage_halves_every_half_life():
     assert decay_usage(100.0, 0, 7 * 86400, 7 * 86400) == pytest.approx(50.0)
     one_step = decay_usage(0.0, 8, 7200, 3600)

@@ -61,6 +61,19 @@ def test_a_small_pod_fills_the_tightest_hole_not_a_whole_node():
     assert place(nodes, a_gang(1, 2), used=[("six-used", 6), ("two-used", 2)]) == ["six-used"]
 
 
+@pytest.mark.parametrize(
+    "gang, used, expected",
+    [
+        pytest.param(a_gang(1, 2), [("b0r0n0", 5), ("b0r0n1", 8), ("b0r0n2", 8), ("b0r0n3", 8), ("b0r1n0", 6)],
+                     ["b0r1n0"], id="a single pod takes the exact hole in a roomy rack over a looser one in a full rack"),
+        pytest.param(a_gang(1, 2).requires(preferred="rack"), [("b0r0n0", 5), ("b0r0n1", 8), ("b0r0n2", 8),
+                     ("b0r0n3", 8), ("b0r1n0", 6)], ["b0r0n0"], id="a pod that asks for a rack keeps the rack rule"),
+    ],
+)
+def test_a_single_pod_goes_to_the_best_fitting_node_of_the_whole_fleet(gang, used, expected):
+    assert place(rack_fleet(racks=2, nodes=4), gang, used=used) == expected
+
+
 def test_whole_node_pods_take_whole_nodes_in_the_tightest_rack():
     nodes = rack_fleet(racks=2, nodes=4)
     # rack 0 has two whole free nodes, rack 1 four: a 2-node gang goes to rack 0.

@@ -121,6 +121,15 @@ def test_the_fleet_page_lists_racks_and_loads_plotly_from_our_static_files(brows
     assert 'id="rack-heatmap-data"' in page
 
 
+def test_the_fleet_page_says_which_policy_is_in_force(browser_as, settings):
+    settings.GANGWAY_SCHEDULER = {"payoff_margin": 5.0}
+    page = browser_as("vision-researcher").get("/fleet/").content.decode()
+    rules = page[page.index('id="policy-rules"'):]
+    assert "<dt>Fair share</dt>" in rules and "per weight × nominal GPUs" in rules
+    assert "never for attained service alone" in rules and "exceed 5× the victims" in rules
+    assert "best-fitting node of the whole fleet" in rules
+
+
 @pytest.mark.parametrize("name, marker", [("plotly", b"plotly"), ("htmx", b"htmx")])
 def test_vendored_javascript_is_served_by_us_compressed_and_cached_for_a_year(client, db, name, marker):
     response = client.get(f"/static/{vendored_path(name)}", HTTP_ACCEPT_ENCODING="gzip")

@@ -131,7 +131,8 @@ class Diagnosis:
             if nodes == self.fleet.nodes:
                 fleet = self.fleet
             else:
-                fleet = FleetState(nodes, self.fleet.topology, topology_aware=self.fleet.topology_aware)
+                fleet = FleetState(nodes, self.fleet.topology, topology_aware=self.fleet.topology_aware,
+                                   single_pods_fleet_wide=self.fleet.single_pods_fleet_wide)
                 for holder in self.holding.values():
                     fleet.allocate_placement(holder.placement, holder)
             self._relaxed[variant] = fleet
