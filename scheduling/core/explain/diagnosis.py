@@ -127,7 +127,7 @@ class Diagnosis:
             return self.fleet
         fleet = self._relaxed.get(variant)
         if fleet is None:
-            nodes = tuple(relaxed_node(n, conditions=variant == "all") for n in self.fleet.nodes)
+            nodes = tuple(_relaxed_node(n, conditions=variant == "all") for n in self.fleet.nodes)
             if nodes == self.fleet.nodes:
                 fleet = self.fleet
             else:
@@ -256,7 +256,7 @@ class Diagnosis:
     def never_fits(self, job: Job, queue: Queue) -> bool:
         if self._empty_fleet is None:
             # Empty, and every node usable: what the fleet could give once running jobs end and nodes recover.
-            nodes = tuple(relaxed_node(n, conditions=True) for n in self.fleet.nodes)
+            nodes = tuple(_relaxed_node(n, conditions=True) for n in self.fleet.nodes)
             self._empty_fleet = EmptyFleet(nodes, self.fleet.topology, topology_aware=self.fleet.topology_aware)
         pool = self.ledger.pool_size.get((cohort_of(queue), job.flavor), 0)
         return bool(why_never_admitted(job, queue, pool=pool, empty_fleet=self._empty_fleet))
@@ -297,7 +297,7 @@ def _node_reason(node: Node, free: int, job: Job, pod_gpus: int) -> str | None:
     return None
 
 
-def relaxed_node(node: Node, *, conditions: bool) -> Node:
+def _relaxed_node(node: Node, *, conditions: bool) -> Node:
     healthy = node.allocatable_gpus >= node.capacity_gpus
     if healthy and not (conditions and (node.taints or node.is_cordoned or not node.is_ready)):
         return node
