@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from portal.staticfinders import vendored_path
+from scheduling import clock
 from scheduling.permissions import can_read_audit
 
 register = template.Library()
@@ -62,14 +63,14 @@ def relative(value, now=None) -> str:
     moment = _moment(value)
     if moment is None:
         return "—"
-    now = _moment(now) or timezone.now()
+    now = _moment(now) or clock.now_datetime()
     seconds = (moment - now).total_seconds()
-    clock = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
+    wall_time = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
     if abs(seconds) < 60:
         text = "now" if seconds >= 0 else "just now"
-        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, clock)
+        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, wall_time)
     shape = "in {} (at {})" if seconds > 0 else "{} ago ({})"
-    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), clock)
+    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), wall_time)
 
 
 @register.filter

@@ -14,8 +14,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, F, Q
 from django.db.models.functions import TruncDate
-from django.utils import timezone
 
+from scheduling import clock
 from scheduling.models import JobEvent, Queue
 
 
@@ -68,7 +68,7 @@ def _events_between(first_day: dt.date, end_day: dt.date):
 def queue_history(*, days: int = 7, now: dt.datetime | None = None) -> list[DayOfQueue]:
     """Rows by day, then queue: ended days from the cache (one query for those missing), today from its events.
     On PostgreSQL the database groups and takes the percentiles; elsewhere Python does."""
-    today = (now or timezone.now()).astimezone(dt.timezone.utc).date()
+    today = (now or clock.now_datetime()).astimezone(dt.timezone.utc).date()
     ended = [today - dt.timedelta(days=back) for back in range(days - 1, 0, -1)]
     keys = {day: f"gangway:history:{day.isoformat()}" for day in ended}
     cached = cache.get_many(keys.values())

@@ -7,7 +7,7 @@ import pytest
 
 from portal.api.pagination import MAX_PAGE_SIZE
 from scheduling.models import Job
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from tests.conftest import H100
 
 
@@ -55,7 +55,7 @@ def test_list_rows_carry_a_one_line_why_and_the_detail_the_explanation(client_as
     submit(org, 1)
     job_submit(user=org["language-researcher"], queue_name="language-main", flavor_name=H100, name="huge",
                pod_sets=[{"name": "w", "count": 8, "gpus_per_pod": 8}])
-    admission_cycle_run()
+    reconcile_pass_run()
     client = client_as("admin")
     (huge,) = [j for j in client.get("/api/v1/jobs/?state=pending").json()["results"] if j["name"] == "huge"]
     assert "explanation" not in huge and huge["why"]
@@ -121,11 +121,11 @@ def test_every_page_makes_as_many_queries_with_80_jobs_as_with_8_and_no_more_tha
     submit(org, 8)
     job_submit(user=org["admin"], queue_name="language-main", flavor_name=H100, name="waits", priority=-10,
                pod_sets=[{"name": "w", "count": 8, "gpus_per_pod": 8}])  # both sizes list pending jobs
-    admission_cycle_run()
+    reconcile_pass_run()
     usage_collect()  # both sizes have use to show and idle jobs to list
     small = _sized_pages(client)
     submit(org, 72, start=8)
-    admission_cycle_run()
+    reconcile_pass_run()
     usage_collect()
     large = _sized_pages(client)
     assert {url: count for url, (count, _) in large.items()} == {url: count for url, (count, _) in small.items()}

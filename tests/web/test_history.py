@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from scheduling.models import Job, JobEvent, Queue
 from scheduling.selectors.history import _events_between, _grouped_in_database, _grouped_in_python, _percentile, queue_history
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import job_submit, reconcile_pass_run
 from tests.conftest import H100
 
 
@@ -24,7 +24,7 @@ def test_waits_admissions_and_preemptions_per_queue_and_day(client, org):
     jobs = [job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name=f"j{i}",
                        pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}], now=(now - dt.timedelta(minutes=m)).timestamp())
             for i, m in enumerate((10, 30))]
-    admission_cycle_run()
+    reconcile_pass_run()
     JobEvent.objects.create(job=jobs[0], from_state="running", to_state="preempted", reason="preempted")
 
     rows = queue_history(days=7)
