@@ -38,11 +38,6 @@ LOGGED_TABLES = (JobRow, PodSetRow, PlacementRow, NodeRow)
 PENDING = JobState.PENDING.value
 
 
-def _order(job: Job) -> tuple:
-    """A queue's order as the job_pending_order index gives it: priority (highest first), submit time, id."""
-    return (-job.priority, job.submitted_at, job.id)
-
-
 @dataclass
 class _Window:
     """One queue's pending jobs as the snapshot holds them, in index order; `is_whole` when that is all of them,
@@ -200,7 +195,7 @@ class SnapshotCache:
             position += count
 
     def _window_set(self, queue_id: int, jobs: list[Job], *, is_whole: bool) -> None:
-        window = self.windows[queue_id] = _Window(keys=[_order(job) for job in jobs], jobs=list(jobs), is_whole=is_whole)
+        window = self.windows[queue_id] = _Window(keys=[job.queue_order for job in jobs], jobs=list(jobs), is_whole=is_whole)
         for job, key in zip(jobs, window.keys):
             self.queued[job.id] = (queue_id, key)
 
@@ -245,7 +240,7 @@ class SnapshotCache:
     def _insert(self, job: Job, queue_id: int, cap: int) -> bool:
         """Put a pending job in its queue's window; False if it falls behind the window's first `cap` jobs."""
         window = self.windows[queue_id]
-        key = _order(job)
+        key = job.queue_order
         if not window.is_whole and (not window.keys or key > window.keys[-1]):
             return False
         index = bisect_left(window.keys, key)

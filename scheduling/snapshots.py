@@ -32,7 +32,7 @@ from scheduling.models import Job as JobRow
 from scheduling.models import Placement as PlacementRow
 from scheduling.models import PodSet as PodSetRow
 from scheduling.models import Queue as QueueRow
-from scheduling.models.jobs import HOLDING_STATES
+from scheduling.models.jobs import HOLDING_STATES, JOB_QUEUE_ORDER
 
 ID_CHUNK = 2000
 JOB_FIELDS = (
@@ -113,7 +113,7 @@ def pending_window_rows(queue_id: int, per_queue_cap: int) -> list[dict]:
     """A queue's head of line, in (priority desc, submit time, id) order: the job_pending_order index."""
     return list(
         JobRow.objects.filter(state=JobState.PENDING.value, queue_id=queue_id)
-        .order_by("-priority", "submitted_at", "id")
+        .order_by(*JOB_QUEUE_ORDER)
         .values(*JOB_FIELDS)[:per_queue_cap]
     )
 

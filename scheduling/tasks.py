@@ -1,4 +1,7 @@
-"""Celery tasks: thin wrappers around services (reconcile, usage collection), and the singleton lock of the reconcile pass."""
+"""Celery tasks: thin wrappers around services (reconcile, usage collection), and the singleton lock of the reconcile pass.
+
+Services enqueue these tasks, so a task imports its service inside itself (HackSoft's rule): the module imports no
+service at load time and services import it freely; an import-linter contract keeps it so."""
 
 from __future__ import annotations
 
@@ -11,10 +14,6 @@ from celery import shared_task
 from django.conf import settings
 
 from scheduling.cluster.base import ClusterError
-from scheduling.services.cluster import workload_create
-from scheduling.services.explanations import estimates_refresh
-from scheduling.services.reconcile import admission_cycle_run
-from scheduling.services.usage import usage_collect
 from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
@@ -97,12 +96,14 @@ def _renew(lock, lease_s: float, done: threading.Event) -> None:
 def reconcile(after_write: bool = False) -> dict:
     """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
     start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
+    from scheduling.services.reconcile import reconcile_pass_run
+
     if after_write:
         _request_started(REQUEST_KEY)
     with reconcile_lock() as acquired:
         if not acquired:
             return {"skipped": True}
-        result = admission_cycle_run()
+        result = reconcile_pass_run()
     if after_write or result.admitted or result.finished or result.preempted or result.evicted:
         _request_once(ESTIMATE_REQUEST_KEY, refresh_estimates)
     return {"skipped": False, "admitted": result.admitted, "finished": result.finished, "preempted": result.preempted, "evicted": result.evicted}
@@ -112,6 +113,8 @@ def reconcile(after_write: bool = False) -> dict:
              retry_backoff_max=60, max_retries=3)
 def collect_usage() -> dict:
     """One round of GPU use samples; Prometheus errors retry with backoff, then the next minute's round tries again."""
+    from scheduling.services.usage import usage_collect
+
     result = usage_collect()
     return {"samples": result.samples, "attributed": result.attributed, "pruned": result.pruned}
 
@@ -121,6 +124,8 @@ def collect_usage() -> dict:
 def create_workload(job_id: int) -> dict:
     """The suspended, gated cluster Job of a job submitted with a pod template, created by a worker: the web holds
     no cluster credentials. Idempotent; should every retry fail, the reconcile pass creates it before release."""
+    from scheduling.services.cluster import workload_create
+
     ref = workload_create(job_id=job_id)
     return {"namespace": ref.namespace, "name": ref.name}
 
@@ -133,6 +138,8 @@ ESTIMATE_REQUEST_KEY = "gangway:estimates:requested"
 def refresh_estimates() -> dict:
     """Every few minutes (GANGWAY_ESTIMATE_INTERVAL_S), and after passes that moved the queue: the core run forward
     for each pending job's estimated start."""
+    from scheduling.services.explanations import estimates_refresh
+
     _request_started(ESTIMATE_REQUEST_KEY)
     with reconcile_lock(key=ESTIMATE_LOCK_KEY) as acquired:
         if not acquired:

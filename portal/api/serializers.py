@@ -1,12 +1,15 @@
-"""Input and output serializers of the REST API (input: shapes and types; services check the rest)."""
+"""Input and output serializers of the REST API (input: shapes and types, with the bounds the services define and
+check again for every caller; services check the rest)."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scheduling.core.model import JobState, PreemptionPolicy, QueueingStrategy
 from scheduling.models import AuditAction, PlanStatus
-from scheduling.services.common import MAX_COUNT, MAX_QUEUE_WEIGHT
+from scheduling.services.common import (MAX_COMMENT_LENGTH, MAX_COUNT, MAX_JOB_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PRIORITY,
+                                        MAX_QUEUE_WEIGHT)
 from scheduling.selectors.explanations import job_explanation_get
 from scheduling.selectors.fleet import node_free_gpus
 
@@ -30,24 +33,24 @@ class StrictMixin:
 
 
 class PodSetIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=63, default="worker")
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH, default="worker")
     count = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
     gpus_per_pod = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
 
 
 class TopologyIn(StrictMixin, serializers.Serializer):
-    required = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
-    preferred = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
+    required = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False, default=None)
+    preferred = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False, default=None)
 
 
 class JobSubmitIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    queue = serializers.CharField(max_length=63)
-    flavor = serializers.CharField(max_length=63)
+    name = serializers.CharField(max_length=MAX_JOB_NAME_LENGTH)
+    queue = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    flavor = serializers.CharField(max_length=MAX_NAME_LENGTH)
     pod_sets = PodSetIn(many=True, allow_empty=False)
-    priority_class = serializers.CharField(max_length=63, required=False, allow_null=True, allow_blank=True, default=None,
+    priority_class = serializers.CharField(max_length=MAX_NAME_LENGTH, required=False, allow_null=True, allow_blank=True, default=None,
                                            help_text="A priority class your team may use; omitted: the default class.")
-    priority = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=-1_000_000, max_value=1_000_000,
+    priority = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=-MAX_PRIORITY, max_value=MAX_PRIORITY,
                                         help_text="Admins only: a raw priority overriding the class's value.")
     topology = TopologyIn(required=False, default=dict)
     runtime_limit_s = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, allow_null=True, required=False, default=None)
@@ -64,9 +67,9 @@ class QuotaIn(StrictMixin, serializers.Serializer):
 
 
 class QueueIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=63)
-    team = serializers.CharField(max_length=63)
-    cohort = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False, default=None)
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    team = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    cohort = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False, default=None)
     weight = serializers.FloatField(min_value=0.001, max_value=MAX_QUEUE_WEIGHT, default=1.0)
     strategy = serializers.ChoiceField([s.value for s in QueueingStrategy], default=QueueingStrategy.BEST_EFFORT_FIFO.value)
     preemption_policy = serializers.ChoiceField(
@@ -76,7 +79,7 @@ class QueueIn(StrictMixin, serializers.Serializer):
 
 
 class QueuePatchIn(StrictMixin, serializers.Serializer):
-    cohort = serializers.CharField(max_length=63, allow_null=True, allow_blank=True, required=False)
+    cohort = serializers.CharField(max_length=MAX_NAME_LENGTH, allow_null=True, allow_blank=True, required=False)
     weight = serializers.FloatField(min_value=0.001, max_value=MAX_QUEUE_WEIGHT, required=False)
     strategy = serializers.ChoiceField([s.value for s in QueueingStrategy], required=False)
     preemption_policy = serializers.ChoiceField([p.value for p in PreemptionPolicy], required=False)
@@ -84,7 +87,7 @@ class QueuePatchIn(StrictMixin, serializers.Serializer):
 
 
 class TeamIn(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=63)
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH)
     allotments = serializers.DictField(child=serializers.IntegerField(min_value=0, max_value=MAX_COUNT), required=False, default=dict)
 
 
@@ -93,22 +96,22 @@ class TeamPatchIn(StrictMixin, serializers.Serializer):
 
 
 class PriorityClassPatchIn(StrictMixin, serializers.Serializer):
-    value = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000, required=False)
+    value = serializers.IntegerField(min_value=-MAX_PRIORITY, max_value=MAX_PRIORITY, required=False)
     description = serializers.CharField(max_length=500, allow_blank=True, required=False)
     is_default = serializers.BooleanField(required=False)
-    teams = serializers.ListField(child=serializers.CharField(max_length=63), allow_null=True, required=False,
+    teams = serializers.ListField(child=serializers.CharField(max_length=MAX_NAME_LENGTH), allow_null=True, required=False,
                                   help_text="Teams that may use the class; null: every team.")
-    max_gpus_per_team = serializers.IntegerField(min_value=0, max_value=2**31 - 1, allow_null=True, required=False,
+    max_gpus_per_team = serializers.IntegerField(min_value=0, max_value=MAX_COUNT, allow_null=True, required=False,
                                                  help_text="GPUs each team may run at this class at once; null: no cap.")
 
 
 class PriorityClassIn(PriorityClassPatchIn):
-    name = serializers.CharField(max_length=63)
-    value = serializers.IntegerField(min_value=-1_000_000, max_value=1_000_000)
+    name = serializers.CharField(max_length=MAX_NAME_LENGTH)
+    value = serializers.IntegerField(min_value=-MAX_PRIORITY, max_value=MAX_PRIORITY)
 
 
 class AuditQueryIn(serializers.Serializer):
-    team = serializers.CharField(max_length=63, required=False)
+    team = serializers.CharField(max_length=MAX_NAME_LENGTH, required=False)
     action = serializers.ChoiceField([a.value for a in AuditAction], required=False)
     actor = serializers.CharField(max_length=150, required=False)
     target_type = serializers.CharField(max_length=32, required=False)
@@ -131,11 +134,11 @@ class UsageQueryIn(serializers.Serializer):
 
 
 class QueueQueryIn(serializers.Serializer):
-    team = serializers.CharField(max_length=63, required=False, help_text="Only this team's queues.")
+    team = serializers.CharField(max_length=MAX_NAME_LENGTH, required=False, help_text="Only this team's queues.")
 
 
 class CommentIn(StrictMixin, serializers.Serializer):
-    comment = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
+    comment = serializers.CharField(max_length=MAX_COMMENT_LENGTH, allow_blank=True, required=False, default="")
 
 
 # --- output ---------------------------------------------------------------------------------------
@@ -242,13 +245,138 @@ class JobEventOut(serializers.Serializer):
         return getattr(event, "actor_username", None)
 
 
+# --- the explanation: the one contract of core.explain's JSON (facts.Explanation.to_dict) with what the selector adds
+
+
+class QuotaBorrowerOut(serializers.Serializer):
+    queue = serializers.CharField()
+    gpus = serializers.IntegerField()
+
+
+class QuotaFactsOut(serializers.Serializer):
+    queue = serializers.CharField()
+    flavor = serializers.CharField()
+    fits = serializers.BooleanField()
+    limit = serializers.CharField(allow_null=True, help_text="The limit that blocks (a QuotaLimit), null when the job fits.")
+    requested = serializers.IntegerField()
+    nominal = serializers.IntegerField()
+    in_use = serializers.IntegerField()
+    borrowing_limit = serializers.IntegerField(allow_null=True)
+    cohort = serializers.CharField(allow_null=True)
+    borrowable_from_cohort = serializers.IntegerField()
+    room = serializers.IntegerField()
+    short_by = serializers.IntegerField()
+    lent_out = serializers.IntegerField()
+    borrowers = QuotaBorrowerOut(many=True)
+    message = serializers.CharField(allow_blank=True)
+
+
+class DomainFactsOut(serializers.Serializer):
+    level = serializers.CharField()
+    key = serializers.CharField()
+    free_gpus = serializers.IntegerField()
+    whole_free_nodes = serializers.IntegerField()
+
+
+class ScatteredRackOut(serializers.Serializer):
+    rack = serializers.CharField()
+    gpus = serializers.IntegerField()
+
+
+class FragmentationFactsOut(serializers.Serializer):
+    is_fragmented = serializers.BooleanField()
+    scattered_gpus = serializers.IntegerField()
+    partly_used_nodes = serializers.IntegerField()
+    racks = ScatteredRackOut(many=True)
+
+
+class FitFactsOut(serializers.Serializer):
+    fits = serializers.BooleanField()
+    needed_gpus = serializers.IntegerField()
+    free_gpus = serializers.IntegerField()
+    node_gpus = serializers.IntegerField()
+    whole_nodes_needed = serializers.IntegerField()
+    whole_free_nodes = serializers.IntegerField()
+    required_level = serializers.CharField(allow_null=True)
+    largest_domain = DomainFactsOut(allow_null=True)
+    fragmentation = FragmentationFactsOut()
+    message = serializers.CharField(allow_blank=True)
+
+
+class NodeFactsOut(serializers.Serializer):
+    total = serializers.IntegerField()
+    eligible = serializers.IntegerField()
+    pod_gpus = serializers.IntegerField()
+    reasons = serializers.DictField(child=serializers.IntegerField(), help_text="Node reason (a NodeReason) → nodes.")
+    message = serializers.CharField(allow_blank=True)
+
+
+class BrokenNodeOut(serializers.Serializer):
+    name = serializers.CharField()
+    capacity = serializers.IntegerField()
+    allocatable = serializers.IntegerField()
+    problem = serializers.CharField()
+
+
+class HealthFactsOut(serializers.Serializer):
+    nodes = BrokenNodeOut(many=True)
+    count = serializers.IntegerField()
+    missing_gpus = serializers.IntegerField()
+    message = serializers.CharField(allow_blank=True)
+
+
+class FixOut(serializers.Serializer):
+    action = serializers.CharField(help_text="An Action: wait, borrow, raise_quota, uncordon, tolerate, drain_node, defragment, preempt, …")
+    cost_gpu_hours = serializers.FloatField()
+    teams_affected = serializers.ListField(child=serializers.CharField())
+    needs_approval = serializers.BooleanField()
+    detail = serializers.CharField()
+    jobs = serializers.ListField(child=serializers.IntegerField())
+    nodes = serializers.ListField(child=serializers.CharField())
+
+
+class JobAheadOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    gpus = serializers.IntegerField()
+    priority = serializers.IntegerField()
+
+
+class QueuePositionOut(serializers.Serializer):
+    in_queue = serializers.IntegerField(help_text="1 for the job next in its queue's order.")
+    ahead = JobAheadOut(many=True)
+    gpus_ahead = serializers.IntegerField()
+
+
+class ExplanationOut(serializers.Serializer):
+    """Why a pending job waits: the blocking level, the facts of every level, the fixes ranked by displacement, its
+    live place in the queue and the forecast's estimated start."""
+
+    blocking = serializers.CharField(allow_null=True, help_text="quota, fit, nodes, health, order or priority_class; null: starts next pass.")
+    headline = serializers.CharField(allow_blank=True)
+    summary = serializers.CharField()
+    quota = QuotaFactsOut()
+    fit = FitFactsOut(allow_null=True)
+    nodes = NodeFactsOut(allow_null=True)
+    health = HealthFactsOut(allow_null=True)
+    order = serializers.CharField(allow_blank=True)
+    attained_service = serializers.CharField(allow_blank=True)
+    never_fits = serializers.BooleanField()
+    position = QueuePositionOut()
+    fixes = FixOut(many=True)
+    checked_at = serializers.FloatField(help_text="When the explanation was computed (epoch seconds).")
+    estimated_start = serializers.CharField(allow_null=True)
+    estimated_at = serializers.CharField(allow_null=True)
+
+
 class JobDetailOut(JobListOut):
     placement = PlacementOut(many=True, source="placements.all")
     explanation = serializers.SerializerMethodField()
 
+    @extend_schema_field(ExplanationOut(allow_null=True))
     def get_explanation(self, job) -> dict | None:
         """Why it is pending (the ordered isolation, fixes, estimated start) and its live place in the queue."""
-        return job_explanation_get(job=job)
+        explanation = job_explanation_get(job=job)
+        return None if explanation is None else ExplanationOut(explanation).data
 
     events = JobEventOut(many=True, source="events.all")
     workload = serializers.SerializerMethodField(help_text="The gang's workload (Job, JobSet, PyTorchJob) in a Kubernetes cluster, if any.")

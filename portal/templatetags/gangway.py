@@ -9,8 +9,10 @@ from django import template
 from django.templatetags.static import static
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from portal.staticfinders import vendored_path
+from scheduling import clock
 from scheduling.permissions import can_read_audit
 
 register = template.Library()
@@ -61,14 +63,14 @@ def relative(value, now=None) -> str:
     moment = _moment(value)
     if moment is None:
         return "—"
-    now = _moment(now) or timezone.now()
+    now = _moment(now) or clock.now_datetime()
     seconds = (moment - now).total_seconds()
-    clock = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
+    wall_time = moment.strftime(CLOCK_FORMAT if abs(seconds) < 20 * 3600 else TIME_FORMAT)
     if abs(seconds) < 60:
         text = "now" if seconds >= 0 else "just now"
-        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, clock)
+        return format_html('<time datetime="{}">{} ({})</time>', moment.isoformat(), text, wall_time)
     shape = "in {} (at {})" if seconds > 0 else "{} ago ({})"
-    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), clock)
+    return format_html('<time datetime="{}">' + shape + "</time>", moment.isoformat(), _duration(seconds), wall_time)
 
 
 @register.filter
@@ -84,6 +86,13 @@ def gpus(count, flavor: str = "") -> str:
     number = float(count)
     text = f"{int(number):,}" if number == int(number) else f"{number:,.1f}"
     return f"{text} {flavor + ' ' if flavor else ''}GPU{'' if number == 1 else 's'}"
+
+
+@register.filter
+def number_cells(values) -> str:
+    """`<td>1.0</td><td>-16.0</td>…`: a row of numbers as table cells, one decimal. The borrowing tables have a cell
+    per queue and minute (thousands a page), which `floatformat` in a loop renders ten times slower."""
+    return mark_safe("".join(f"<td>{float(value) + 0.0:.1f}</td>" for value in values))  # + 0.0: no "-0.0"
 
 
 @register.filter

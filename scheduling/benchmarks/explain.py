@@ -9,7 +9,7 @@ from scheduling.benchmarks import synthetic
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.explain import explain_pending
 from scheduling.core.model import JobState, Snapshot
-from scheduling.simulation.forecast import DEFAULT_HORIZON_S, forecast
+from scheduling.planning.forecast import DEFAULT_HORIZON_S, forecast
 
 
 def steady_snapshot(*, nodes: int, gpus_per_node: int, pending: int, queues: int, seed: int) -> Snapshot:

@@ -75,7 +75,7 @@ def jobs(count: int, queue_names: list[str], *, seed: int, first_id: int = 1) ->
 def as_snapshot_lists_them(jobs: list[Job]) -> list[Job]:
     """The jobs as the live snapshot builds them: by queue, then priority and submit time (one index
     scan per queue), each job's objects built in that order, as they are from the database rows."""
-    ordered = sorted(jobs, key=lambda j: (j.queue, -j.priority, j.submitted_at, j.id))
+    ordered = sorted(jobs, key=lambda j: (j.queue, *j.queue_order))
     return [
         replace(job, pod_sets=tuple(PodSet(*pod_set) for pod_set in job.pod_sets), topology=TopologyRequest(*job.topology))
         for job in ordered

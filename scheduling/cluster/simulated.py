@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable
 
-from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadStatus
+from scheduling.cluster.base import Cluster, DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadStatus
 from scheduling.core.model import Node, Taint
 
 DEFAULT_DURATION_S = 3600.0
@@ -34,16 +34,21 @@ def node_from_row(row) -> Node:
     )
 
 
-class SimulatedCluster:
+def nodes_from_rows() -> list[Node]:
+    """Every Node row, by name."""
+    from scheduling.models import Node as NodeRow
+
+    return [node_from_row(row) for row in NodeRow.objects.select_related("flavor").order_by("name")]
+
+
+class SimulatedCluster(Cluster):
     """Every pod of a released gang is ready at once; the gang succeeds after its simulated duration."""
 
     lists_node_rows = True
     """Its nodes are the Node rows: the reconcile pass may keep them until one changes (snapshot_cache)."""
 
     def list_nodes(self) -> list[Node]:
-        from scheduling.models import Node as NodeRow
-
-        return [node_from_row(row) for row in NodeRow.objects.select_related("flavor").order_by("name")]
+        return nodes_from_rows()
 
     def list_workloads(self) -> list[DiscoveredWorkload]:
         return []

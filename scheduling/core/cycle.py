@@ -1,4 +1,7 @@
-"""One admission cycle: the scheduling decisions for a snapshot, as a numbered recipe."""
+"""One admission cycle: the scheduling decisions for a snapshot, as a numbered recipe.
+
+Over 400 lines for a reason: the recipe's steps share one cycle's state (fleet, ledger, verdicts, plans), so they
+stay methods of one class beside the recipe that calls them; the rules they apply live in their own modules."""
 
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.core.quota import QuotaLedger, cohort_of
 from scheduling.core.readiness import gangs_not_ready
 from scheduling.core.reasons import fit_failure_message
-from scheduling.core.starvation import may_reserve
+from scheduling.core.starvation import is_starving, starving_before
 
 
 def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
@@ -80,8 +83,7 @@ class _Cycle:
     def __post_init__(self) -> None:
         self.config = self.snapshot.config
         self.evictions = []
-        threshold = self.config.starvation_after_s
-        self.starving_before = float("-inf") if threshold is None else self.snapshot.now - threshold
+        self.starving_before = starving_before(self.snapshot.now, self.config)
 
     # 1 ---------------------------------------------------------------------------------------
     def evict_gangs_not_ready(self) -> None:
@@ -180,10 +182,7 @@ class _Cycle:
         """Waited past the starvation threshold, small enough to start on its queue's nominal quota, and
         its queue borrowing no more than the job's size. The reservation drains the queue's own usage;
         a queue that lives on borrowed capacity would be frozen for a long drain, so it gets none."""
-        if job.submitted_at > self.starving_before:
-            return False
-        quota = self.snapshot.queues[job.queue].quotas.get(job.flavor)
-        return quota is not None and may_reserve(job, quota, self.ledger.usage(job.queue, job.flavor))
+        return is_starving(job, self.snapshot.queues[job.queue], self.ledger, self.starving_before)
 
     def skip_known_failures(self, jobs: list[Job], position: int) -> int:
         """Mark jobs pending while their shape is a known failure; the position of the first that is not.

@@ -179,6 +179,12 @@ class Job:
         """Jobs of one shape have the same placement answer on the same fleet state."""
         return (self.flavor, self.pod_sets, self.topology, self.tolerations)
 
+    @property
+    def queue_order(self) -> tuple:
+        """Its place among its queue's pending jobs before fair share's service levels (fairshare.job_order_key):
+        priority (highest first), submit time, id — the order of the job_pending_order index (models.JOB_QUEUE_ORDER)."""
+        return (-self.priority, self.submitted_at, self.id)
+
 
 @dataclass(frozen=True, slots=True)
 class Quota:

@@ -210,6 +210,8 @@ class FleetState:
         if not classes:
             return None
         pods = _pods_largest_first(job)
+        if within is not None and within.level == FLEET and job.topology.required:
+            within = None  # a plan only quota blocked names the fleet: the gang still goes inside its required level
         if within is not None:
             best, _ = self._best_domain([self._state_by_key[within.key]], classes, pods, job.gpus)
             return self._assign(best, classes, pods) if best else None

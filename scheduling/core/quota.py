@@ -18,6 +18,7 @@ Kueue's semantics, per flavor:
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -26,7 +27,7 @@ from scheduling.core.model import Job, Queue, Quota
 UNLIMITED = 1 << 62
 
 
-class QuotaLimit:
+class QuotaLimit(enum.StrEnum):
     """Which limit blocks a job (the machine-readable half of a quota reason)."""
 
     NO_QUOTA = "no_quota"
@@ -52,7 +53,8 @@ class QuotaCheck:
     """GPUs the cohort could still lend this queue beyond its own nominal quota."""
     room: int
     """GPUs the queue could still take now."""
-    limit: str = ""
+    limit: QuotaLimit | str = ""
+    """The QuotaLimit that blocks; "" when the job fits."""
 
     @property
     def short_by(self) -> int:

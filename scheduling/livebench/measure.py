@@ -38,7 +38,7 @@ def pass_run(now: float, profile_to: str | None = None) -> dict:
     """One pass, timed whole and by the phases it records itself."""
     profiler = _profiler(profile_to)
     started = time.perf_counter()
-    result = reconcile_module.admission_cycle_run(now=now)
+    result = reconcile_module.reconcile_pass_run(now=now)
     total = time.perf_counter() - started
     if profiler is not None:
         profiler.stop()

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 
 from portal.accounts.services import api_token_create
 from scheduling.models import Membership, Role, Team
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 from scheduling.services.demo import demo_backlog_seed, demo_seed
 
 
@@ -14,9 +14,9 @@ def demo_world_seed() -> None:
     """The demo (fleet, teams, queues, priority classes, admitted jobs, a backlog whose cross-team preemption plan
     waits for approval) in this process's database, as `manage.py seed_demo` makes it."""
     demo_seed()
-    admission_cycle_run()
+    reconcile_pass_run()
     demo_backlog_seed()
-    admission_cycle_run()
+    reconcile_pass_run()
 
 
 def api_tokens(usernames) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from scheduling.models.audit import AuditAction, AuditRecord
 from scheduling.models.fleet import FleetSettings, Node, ReconcileState, RowChange
-from scheduling.models.jobs import Explanation, Job, JobEvent, PodSet, Placement
+from scheduling.models.jobs import EventReason, Explanation, Job, JobEvent, PodSet, Placement
 from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.priority import PriorityClass
@@ -20,6 +20,7 @@ __all__ = [
     "IdleJob",
     "Flavor",
     "Job",
+    "EventReason",
     "JobEvent",
     "Membership",
     "Node",

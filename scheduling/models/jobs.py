@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 from django.conf import settings
 from django.db import models
 
@@ -9,7 +11,8 @@ from scheduling.core.model import JobState
 
 JOB_STATE_CHOICES = [(s.value, s.name.title()) for s in JobState]
 HOLDING_STATES = [s.value for s in JobState if s.holds_gpus]
-FINAL_STATES = [s.value for s in JobState if s.is_final]
+JOB_QUEUE_ORDER = ("-priority", "submitted_at", "id")
+"""A queue's pending jobs in the core's order (core.model.Job.queue_order), as the job_pending_order index walks them."""
 
 
 class Job(models.Model):
@@ -64,7 +67,7 @@ class Job(models.Model):
         ]
         indexes = [
             # The reconcile pass reads pending jobs per queue in priority-then-FIFO order.
-            models.Index(fields=["state", "queue", "-priority", "submitted_at", "id"], name="job_pending_order"),
+            models.Index(fields=["state", "queue", *JOB_QUEUE_ORDER], name="job_pending_order"),
             models.Index(fields=["owner", "state"], name="job_owner_state"),
             # The job list, newest first, unfiltered and by each filter (keyset pages walk these).
             models.Index(fields=["-submitted_at", "-id"], name="job_list_order"),
@@ -79,10 +82,6 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.name}"
-
-    @property
-    def job_state(self) -> JobState:
-        return JobState(self.state)
 
     @property
     def pods(self) -> int:
@@ -125,6 +124,24 @@ class Placement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.pod_set.name}-{self.pod_index} → {self.node.name}"
+
+
+class EventReason(enum.StrEnum):
+    """Why a job changed state: JobEvent.reason, machine-readable (the message carries the words and numbers)."""
+
+    SUBMITTED = "submitted"
+    DISCOVERED = "discovered"
+    """A suspended workload found in the cluster became a job."""
+    ADMITTED = "admitted"
+    PODS_READY = "pods_ready"
+    PODS_NOT_READY = "pods_not_ready"
+    """Evicted: the gang's pods were not all ready within the readiness timeout."""
+    PREEMPTED = "preempted"
+    REQUEUED = "requeued"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    WORKLOAD_DELETED = "workload_deleted"
 
 
 class JobEvent(models.Model):

@@ -9,12 +9,12 @@ today's (a quota changed within the window is read at its current value; the aud
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.db.models import Sum
 
+from scheduling import clock
 from scheduling.models import QueueQuota, QueueUsageRollup
 from scheduling.services.common import to_datetime
 from scheduling.selectors.usage import WINDOWS
@@ -78,7 +78,7 @@ def borrowing_over_time(*, window: str, team: str | None = None, now: float | No
     """One entry per cohort and flavor in which some queue borrowed during the window ("1h", "24h", "7d"); with
     `team`, only the cohorts of that team's queues. Two queries: the quotas, and held GPU-seconds per queue and bucket."""
     window_s, step_s = WINDOWS[window]
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     first = (now - window_s) - (now - window_s) % step_s
     bins = [first + i * step_s for i in range(max(1, int(-(-(now - first) // step_s))))]
     quotas = {}

@@ -7,6 +7,7 @@ from django.db.models import Count, Q, Sum
 from scheduling.core.explain import iso
 from scheduling.core.model import JobState
 from scheduling.models import Explanation, Job
+from scheduling.models.jobs import JOB_QUEUE_ORDER
 from scheduling.services.common import to_epoch
 
 AHEAD_SHOWN = 5
@@ -29,6 +30,6 @@ def job_explanation_get(*, job: Job) -> dict | None:
         | Q(priority=job.priority, submitted_at=job.submitted_at, id__lt=job.id)
     )
     totals = ahead.aggregate(jobs=Count("id"), gpus=Sum("gpus"))  # one range of the job_pending_order index
-    first = list(ahead.order_by("-priority", "submitted_at", "id").values("id", "gpus", "priority")[:AHEAD_SHOWN])
+    first = list(ahead.order_by(*JOB_QUEUE_ORDER).values("id", "gpus", "priority")[:AHEAD_SHOWN])
     explanation["position"] = {"in_queue": totals["jobs"] + 1, "ahead": first, "gpus_ahead": totals["gpus"] or 0}
     return explanation

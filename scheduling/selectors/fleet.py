@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 
 from django.db.models import IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
+from scheduling import clock
 from scheduling.core.policy import policy_in_force
 from scheduling.models import FleetSettings, Node, Placement, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
@@ -128,7 +128,7 @@ def fleet_summary() -> FleetSummary:
     """As the last reconcile pass recorded it after a change of the nodes or of what holds GPUs (one row), while
     passes run; computed now otherwise (no pass in the last STORED_SUMMARY_FRESH_S, or none recorded yet)."""
     state = ReconcileState.objects.filter(pk=1).values_list("fleet_summary", "last_pass_at").first()
-    if state is not None and state[0] and state[1] is not None and time.time() - state[1].timestamp() < STORED_SUMMARY_FRESH_S:
+    if state is not None and state[0] and state[1] is not None and clock.now_s() - state[1].timestamp() < STORED_SUMMARY_FRESH_S:
         return FleetSummary.from_dict(state[0])
     return fleet_summary_compute()
 

@@ -9,8 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.db.models import DurationField, ExpressionWrapper, F
-from django.utils import timezone
 
+from scheduling import clock
 from scheduling.models import Job
 from scheduling.permissions import team_ids_of
 from scheduling.selectors.org import queue_list
@@ -68,7 +68,7 @@ def queue_glance(*, user, team: str | None = None, now: dt.datetime | None = Non
     """Today's admissions, and `queues` (from selectors.queue_list; read here when not given) with their quotas, use
     and pending GPUs. With `team`: that team's queues, and the borrowing of the cohorts they are in (lending is
     shared out over the whole cohort all the same)."""
-    now = now or timezone.now()
+    now = now or clock.now_datetime()
     queues = queue_list() if queues is None else queues
     own = team_ids_of(user)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 from django.db.models import Count, F, Sum
 
+from scheduling import clock
 from scheduling.cluster.base import WorkloadPhase, WorkloadRef
 from scheduling.core.model import JobState
 from scheduling.models import Job, JobEvent, Node, Placement, PodSet, Queue, QueueQuota
@@ -24,7 +24,7 @@ def invariant_violations(*, cluster=None, now: float | None = None) -> list[str]
         *_cancelled_but_running(),
         *_placements_without_node(),
         *_generations(),
-        *(_cluster_disagrees(cluster, time.time() if now is None else now) if cluster is not None else ()),
+        *(_cluster_disagrees(cluster, clock.moment(now)) if cluster is not None else ()),
     ]
 
 

@@ -30,6 +30,13 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
         .select_related("queue__team", "flavor", "owner", "priority_class").prefetch_related("pod_sets")
         .defer("pod_template").annotate(why=_why())
     )
+    return jobs_filter(jobs, queue=queue, team=team, state=state, owner=owner).order_by("-submitted_at", "-id")
+
+
+def jobs_filter(jobs: QuerySet, *, queue: str | None = None, team: str | None = None, state: str | None = None,
+                owner: str | None = None) -> QuerySet:
+    """The job list's filters, for the web list and the API's query parameters alike; an empty value filters nothing.
+    `owner` matches only jobs whose owner the reader may see (`jobs` come from restrict_jobs)."""
     if queue:
         jobs = jobs.filter(queue_id__in=queue_ids(name=queue))
     if team:
@@ -38,7 +45,7 @@ def job_list(*, user, queue: str | None = None, team: str | None = None, state: 
         jobs = jobs.filter(state=state)
     if owner:
         jobs = jobs.filter(owner_id__in=owner_ids(username=owner), is_visible_in_full=True)
-    return jobs.order_by("-submitted_at", "-id")
+    return jobs
 
 
 def queue_ids(*, name: str | None = None, team: str | None = None) -> list[int]:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from scheduling import clock
 from scheduling.core.model import JobState
-from scheduling.models import Explanation, Job, JobEvent, PlanStatus, PreemptionVictim, QueueQuota, ReconcileState
+from scheduling.models import EventReason, Explanation, Job, JobEvent, PlanStatus, PreemptionVictim, QueueQuota, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 
 WAIT_BUCKETS_S = (10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600)
@@ -21,7 +21,7 @@ class GangwayCollector:
     """One collection per scrape: each family from one or two aggregate queries."""
 
     def collect(self) -> Iterator:
-        now = time.time()
+        now = clock.now_s()
         yield from _pending()
         yield _admission_wait()
         yield from _queues()
@@ -46,7 +46,7 @@ def _pending():
 def _admission_wait() -> HistogramMetricFamily:
     """Every admission (requeued jobs count again), from submit time to the admission."""
     wait = ExpressionWrapper(F("created_at") - F("job__submitted_at"), output_field=DurationField())
-    admissions = JobEvent.objects.filter(reason="admitted").annotate(wait=wait)
+    admissions = JobEvent.objects.filter(reason=EventReason.ADMITTED).annotate(wait=wait)
     totals = admissions.aggregate(
         count=Count("id"), sum=Sum("wait"),
         **{f"le_{b}": Count("id", filter=Q(wait__lte=dt.timedelta(seconds=b))) for b in WAIT_BUCKETS_S},
@@ -81,7 +81,7 @@ def _preemptions():
                             .annotate(n=Count("id")).order_by("plan__reason")):
         preempted.add_metric([reason], victims)
     evicted = CounterMetricFamily("gangway_evicted_workloads", "Jobs evicted, by reason.", labels=["reason"])
-    evicted.add_metric(["pods_not_ready"], JobEvent.objects.filter(reason="pods_not_ready").count())
+    evicted.add_metric(["pods_not_ready"], JobEvent.objects.filter(reason=EventReason.PODS_NOT_READY).count())
     yield from (preempted, evicted)
 
 

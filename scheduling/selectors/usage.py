@@ -5,12 +5,12 @@ threshold all that time, as the last collection found)."""
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import FloatField, Func, Sum
 
+from scheduling import clock
 from scheduling.models import Flavor, IdleJob, Queue, QueueUsageRollup, Team, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.permissions import is_admin, team_ids_of
@@ -115,7 +115,7 @@ def _iso(start_s: float) -> str:
 
 
 def _window(now: float | None, window_s: float, rollups=QueueUsageRollup):
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     return now, rollups.objects.filter(start__gte=to_datetime(now - window_s), start__lte=to_datetime(now))
 
 

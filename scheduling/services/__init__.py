@@ -8,12 +8,12 @@ from scheduling.services.nodes import node_cordon
 from scheduling.services.preemption import preemption_approve, preemption_reject
 from scheduling.services.priority_classes import priority_class_create, priority_class_resolve, priority_class_update
 from scheduling.services.queues import queue_create, queue_update
-from scheduling.services.reconcile import ReconcileResult, admission_cycle_run
+from scheduling.services.reconcile import ReconcileResult, reconcile_pass_run
 from scheduling.services.usage import usage_collect
 
 __all__ = [
     "ReconcileResult",
-    "admission_cycle_run",
+    "reconcile_pass_run",
     "cluster_nodes_sync",
     "cluster_workloads_sync",
     "fleet_sync",

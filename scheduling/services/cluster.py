@@ -4,7 +4,6 @@ and create the cluster workload of a job submitted through Gangway with a pod te
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -13,15 +12,16 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q
 
+from scheduling import clock
 from scheduling.cluster.base import Cluster, DiscoveredWorkload, WorkloadPhase, WorkloadRef
 from scheduling.core.model import JobState
 from scheduling.core.model import Node as CoreNode
 from scheduling.fleetfile import FleetSpec, NodeSpec
-from scheduling.models import FleetSettings, Flavor, Job, JobEvent, Node, PodSet, Queue, ReconcileState, TeamNamespace, WorkloadRejection
+from scheduling.models import EventReason, Flavor, FleetSettings, Job, JobEvent, Node, Queue, ReconcileState, TeamNamespace, WorkloadRejection
 from scheduling.models.jobs import HOLDING_STATES
-from scheduling.services.common import reconcile_after_commit, to_datetime
+from scheduling.services.common import MAX_JOB_NAME_LENGTH, reconcile_after_commit, to_datetime
 from scheduling.services.fleet import FleetSyncResult, fleet_sync
-from scheduling.services.jobs import job_event
+from scheduling.services.jobs import job_event, pending_job_create, workload_spec
 from scheduling.services.priority_classes import priority_class_resolve
 
 logger = logging.getLogger("scheduling.cluster")
@@ -103,30 +103,30 @@ def _rejection_reason(
     namespace_owners: dict[str, TeamNamespace],
 ) -> tuple[str, str] | None:
     where = f"{workload.kind} {workload.namespace}/{workload.name}"
-    if workload.queue not in queues:
-        return "unknown_queue", (f"{where}: unknown queue {workload.queue!r} (label gangway.dev/queue or kueue.x-k8s.io/queue-name); "
+    if workload.spec.queue not in queues:
+        return "unknown_queue", (f"{where}: unknown queue {workload.spec.queue!r} (label gangway.dev/queue or kueue.x-k8s.io/queue-name); "
                                  f"known queues: {sorted(queues)}")
     owner = namespace_owners.get(workload.namespace)
-    queue = queues[workload.queue]
+    queue = queues[workload.spec.queue]
     if owner is not None and owner.team_id != queue.team_id:
         return "namespace_not_owned", (f"{where}: namespace {workload.namespace!r} belongs to team {owner.team.name}, which does "
                                        f"not own queue {queue.name!r} (team {queue.team.name})")
-    if not workload.flavor:
+    if not workload.spec.flavor:
         return "no_flavor", (f"{where}: no GPU flavor: set the gangway.dev/flavor annotation or a nodeSelector on the "
                              f"flavor label; known flavors: {sorted(flavors)}")
-    if workload.flavor not in flavors:
-        return "unknown_flavor", f"{where}: no node has flavor {workload.flavor!r}; known flavors: {sorted(flavors)}"
-    for pod_set in workload.pod_sets:
+    if workload.spec.flavor not in flavors:
+        return "unknown_flavor", f"{where}: no node has flavor {workload.spec.flavor!r}; known flavors: {sorted(flavors)}"
+    for pod_set in workload.spec.pod_sets:
         if pod_set.count <= 0:
             return "no_gpus", f"{where}: pod set {pod_set.name!r} has {pod_set.count} pods; every pod set of a gang runs at least one"
-    if sum(p.count * p.gpus_per_pod for p in workload.pod_sets) <= 0:
+    if workload.spec.gpus <= 0:
         # A role without GPUs (a launcher) is part of a GPU gang; a gang without any GPU is not Gangway's.
-        shape = ", ".join(f"{p.name} {p.count} × {p.gpus_per_pod}" for p in workload.pod_sets)
+        shape = ", ".join(f"{p.name} {p.count} × {p.gpus_per_pod}" for p in workload.spec.pod_sets)
         return "no_gpus", f"{where}: no pod set asks for GPUs ({shape}); Gangway admits GPU gangs only"
-    for label, level in (("topology-required", workload.topology_required), ("topology-preferred", workload.topology_preferred)):
+    for label, level in (("topology-required", workload.spec.topology_required), ("topology-preferred", workload.spec.topology_preferred)):
         if level and level not in levels:
             return "unknown_topology_level", f"{where}: gangway.dev/{label} {level!r} is not a topology level; the fleet has {levels}"
-    for label, value in (("runtime-limit-seconds", workload.runtime_limit_s), ("checkpoint-interval-seconds", workload.checkpoint_interval_s)):
+    for label, value in (("runtime-limit-seconds", workload.spec.runtime_limit_s), ("checkpoint-interval-seconds", workload.spec.checkpoint_interval_s)):
         if value is not None and value <= 0:
             return "invalid_annotation", f"{where}: gangway.dev/{label} must be a positive number of seconds, not {value}"
     return None
@@ -140,7 +140,7 @@ def cluster_workloads_sync(
     gangway.dev/job-id annotation (set on workloads Gangway created or released). A workload Gangway cannot
     take is recorded as a WorkloadRejection and logged, never raised. With `cluster`, a pending discovered job
     whose workload the cluster confirms deleted is cancelled."""
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     moment = to_datetime(now)
     result = WorkloadSyncResult()
     workloads = list(workloads)
@@ -169,9 +169,9 @@ def cluster_workloads_sync(
             continue  # already the workload of another Gangway job: never adopt it twice
         refused = _rejection_reason(workload, queues, flavors, levels, namespace_owners)
         priority_class = None
-        if refused is None and workload.priority_class:
+        if refused is None and workload.spec.priority_class:
             try:
-                priority_class = priority_class_resolve(name=workload.priority_class, team=queues[workload.queue].team)
+                priority_class = priority_class_resolve(name=workload.spec.priority_class, team=queues[workload.spec.queue].team)
             except ValidationError as error:
                 refused = ("unknown_priority_class",
                            f"{workload.kind} {workload.namespace}/{workload.name}: {error.message_dict['priority_class'][0]}")
@@ -182,36 +182,23 @@ def cluster_workloads_sync(
                 logger.warning("not managing %s", message)
             WorkloadRejection.objects.update_or_create(
                 namespace=workload.namespace, name=workload.name,
-                defaults={"queue": workload.queue, "reason": reason, "message": message, "last_seen_at": moment},
-                create_defaults={"queue": workload.queue, "reason": reason, "message": message,
+                defaults={"queue": workload.spec.queue, "reason": reason, "message": message, "last_seen_at": moment},
+                create_defaults={"queue": workload.spec.queue, "reason": reason, "message": message,
                                  "first_seen_at": moment, "last_seen_at": moment},
             )
             result.rejected.append(f"{workload.namespace}/{workload.name}")
             continue
         owner = owner or cluster_user()
-        job = Job.objects.create(
-            owner=owner,
-            queue=queues[workload.queue],
-            name=f"{workload.namespace}/{workload.name}"[:200],
-            flavor=flavors[workload.flavor],
-            priority=priority_class.value if priority_class else workload.priority,
-            priority_class=priority_class,
-            topology_required=workload.topology_required or "",
-            topology_preferred=workload.topology_preferred or "",
-            runtime_limit_s=workload.runtime_limit_s,
-            checkpoint_interval_s=workload.checkpoint_interval_s,
-            is_preemptible=workload.is_preemptible,
-            tolerations=[dict(t) for t in workload.tolerations],
-            gpus=sum(p.count * p.gpus_per_pod for p in workload.pod_sets),
+        job, _ = pending_job_create(
+            spec=workload.spec, owner=owner, queue=queues[workload.spec.queue], flavor=flavors[workload.spec.flavor],
+            priority=priority_class.value if priority_class else workload.spec.priority,
+            name=f"{workload.namespace}/{workload.name}"[:MAX_JOB_NAME_LENGTH], priority_class=priority_class,
             # Its place in the queue is when it was created (never later than now: clocks drift).
             submitted_at=to_datetime(min(now, workload.created_at)) if workload.created_at else moment,
-            state=JobState.PENDING.value,
-            cluster_namespace=workload.namespace,
-            cluster_name=workload.name,
-            cluster_kind=workload.kind,
+            tolerations=[dict(t) for t in workload.tolerations],
+            cluster_namespace=workload.namespace, cluster_name=workload.name, cluster_kind=workload.kind,
         )
-        PodSet.objects.bulk_create(PodSet(job=job, name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in workload.pod_sets)
-        job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="discovered",
+        job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason=EventReason.DISCOVERED,
                   message=f"suspended {workload.kind} {workload.namespace}/{workload.name} found in the cluster").save()
         known[key] = job.pk
         result.created.append(job.pk)
@@ -248,7 +235,7 @@ def _cancel_deleted(*, cluster: Cluster, listed: set[tuple[str, str]], now: floa
         .update(state=JobState.CANCELLED.value, finished_at=to_datetime(now), explanation_key="")
     ]
     JobEvent.objects.bulk_create(
-        job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason="workload_deleted",
+        job_event(job_id=ref.job_id, from_state=JobState.PENDING, to_state=JobState.CANCELLED, reason=EventReason.WORKLOAD_DELETED,
                   message=f"{ref.kind} {ref.namespace}/{ref.name} was deleted from the cluster")
         for ref in gone
     )
@@ -266,21 +253,5 @@ def workload_create(*, job_id: int, cluster=None) -> WorkloadRef:
 
         cluster = get_cluster()
     job = Job.objects.select_related("queue", "flavor").get(pk=job_id)
-    from scheduling.core.model import PodSet as CorePodSet
-
-    pod_sets = [CorePodSet(name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in job.pod_sets.all()]
-    return cluster.create_workload(
-        namespace=job.cluster_namespace,
-        name=job.cluster_name,
-        queue=job.queue.name,
-        pod_template=job.pod_template,
-        pod_sets=pod_sets,
-        flavor=job.flavor.name,
-        priority=job.priority,
-        topology_required=job.topology_required or None,
-        topology_preferred=job.topology_preferred or None,
-        runtime_limit_s=job.runtime_limit_s,
-        checkpoint_interval_s=job.checkpoint_interval_s,
-        is_preemptible=job.is_preemptible,
-        job_id=job.pk,
-    )
+    return cluster.create_workload(namespace=job.cluster_namespace, name=job.cluster_name, spec=workload_spec(job),
+                                   pod_template=job.pod_template, job_id=job.pk)

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from scheduling.tasks import reconcile_request
+
 
 class Errors:
     """Collects field → [reason] and raises one ValidationError with all of them."""
@@ -43,11 +45,23 @@ def create_named(model, **values):
 MAX_COUNT = 2**31 - 1
 """The largest GPU count, pod count or number of seconds a row holds (PostgreSQL's integer)."""
 MAX_QUEUE_WEIGHT = 100.0
+MAX_PRIORITY = 1_000_000
+"""A priority (a job's raw one, a class's value) lies in [-MAX_PRIORITY, MAX_PRIORITY]."""
+MAX_NAME_LENGTH = 63
+"""Names of queues, teams, flavors, classes, pod sets and topology levels (a DNS label's length)."""
+MAX_JOB_NAME_LENGTH = 200
+MAX_COMMENT_LENGTH = 2000
 
 
 def is_count(value) -> bool:
     """An integer (not a bool) a database integer column holds; the caller checks the lower bound."""
     return isinstance(value, int) and not isinstance(value, bool) and value <= MAX_COUNT
+
+
+def comment_check(comment) -> None:
+    """The comment beside an admin's decision (a preemption plan, a cordon)."""
+    if not isinstance(comment, str) or len(comment) > MAX_COMMENT_LENGTH:
+        raise ValidationError({"comment": [f"must be a string of at most {MAX_COMMENT_LENGTH} characters"]})
 
 
 def to_datetime(epoch_s: float) -> dt.datetime:
@@ -59,8 +73,6 @@ def to_epoch(moment: dt.datetime | None) -> float | None:
 
 
 def _enqueue_reconcile() -> None:
-    from scheduling.tasks import reconcile_request
-
     try:
         reconcile_request()
     except Exception as error:  # noqa: BLE001 - the write is kept; the periodic pass catches up once the broker is back

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -10,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from scheduling import clock
 from scheduling.fleetfile import demo_fleet, fleet_load
 from scheduling.models import Cohort, Flavor, Job, Membership, PriorityClass, Queue, QueueQuota, QueueUsage, Role, Team, TeamAllotment
 from scheduling.services.fleet import fleet_sync
@@ -91,7 +91,7 @@ def _user(username: str, *, is_admin: bool = False):
 @transaction.atomic
 def demo_seed(*, now: float | None = None) -> DemoSeedResult:
     """Idempotent: the fleet is synced, missing rows created, and jobs submitted only into an empty database."""
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     fleet = fleet_load(settings.GANGWAY_FLEET) if settings.GANGWAY_FLEET else demo_fleet()
     fleet_sync(fleet=fleet)
     gpus_by_flavor: dict[str, int] = {}
@@ -129,7 +129,7 @@ def demo_seed(*, now: float | None = None) -> DemoSeedResult:
 @transaction.atomic
 def demo_backlog_seed(*, now: float | None = None) -> int:
     """Submit the big block-sized gang once (after the first pass, so it meets a busy fleet)."""
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     names = [job[1] for job in DEMO_BACKLOG]
     if Job.objects.filter(name__in=names).exists():
         return 0

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from scheduling import clock
 from scheduling.cluster.base import Cluster
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.explain import explain_pending, iso
@@ -25,7 +26,8 @@ from scheduling.permissions import is_admin
 from scheduling.services.common import Errors, to_datetime
 from scheduling.services.org import _clean_allotments
 from scheduling.services.queues import UNSET, queue_change_check
-from scheduling.simulation.forecast import what_if
+from scheduling.planning.forecast import forecast
+from scheduling.planning.what_if import what_if
 from scheduling.snapshot_cache import StoredExplanations
 from scheduling.snapshots import snapshot_build
 
@@ -105,13 +107,11 @@ _shape = operator.attrgetter("queue", "flavor", "pod_sets", "topology", "tolerat
 
 def estimates_refresh(*, now: float | None = None, cluster: Cluster | None = None) -> dict:
     """Run the core forward from the current state and store each pending job's estimated start."""
-    from scheduling.simulation.forecast import forecast
-
     if cluster is None:
         from scheduling.cluster.registry import RecordedNodes
 
         cluster = RecordedNodes()
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     snapshot, _ = snapshot_build(now=now, cluster=cluster)
     waiting = list(run_admission_cycle(snapshot).pending.by_job())
     started = time.perf_counter()
@@ -229,7 +229,7 @@ def _preview(changes, *, now: float | None, cluster: Cluster | None, subject: di
         from scheduling.cluster.registry import RecordedNodes
 
         cluster = RecordedNodes()
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     with transaction.atomic():
         snapshot, _ = snapshot_build(now=now, cluster=cluster)
         transaction.set_rollback(True)  # a preview reads; should anything write, it is undone

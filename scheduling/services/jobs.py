@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Max, Sum
 
+from scheduling import clock
+from scheduling.cluster.base import WorkloadSpec
 from scheduling.core.model import JobState
-from scheduling.models import AuditAction, FleetSettings, Flavor, Job, JobEvent, PodSet, PriorityClass, Queue
+from scheduling.core.model import PodSet as CorePodSet
+from scheduling.models import AuditAction, EventReason, Flavor, FleetSettings, Job, JobEvent, PodSet, PriorityClass, Queue
 from scheduling.permissions import can_cancel_job, can_submit_to_team, is_admin
 from scheduling.pod_templates import pod_template_violations
 from scheduling.services.audit import audit_record
-from scheduling.services.common import Errors, is_count, reconcile_after_commit, to_datetime
+from scheduling.services.common import (MAX_JOB_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PRIORITY, Errors, is_count,
+                                        reconcile_after_commit, to_datetime)
 from scheduling.services.priority_classes import priority_class_resolve
+from scheduling.tasks import create_workload
 
 MAX_POD_SETS = 8
 logger = logging.getLogger("scheduling.jobs")
@@ -43,8 +47,8 @@ def _validate_pod_sets(errors: Errors, pod_sets) -> list[dict]:
             continue
         name, count, gpus_per_pod = pod_set.get("name", "main"), pod_set.get("count"), pod_set.get("gpus_per_pod")
         is_valid = True
-        if not isinstance(name, str) or not name or len(name) > 63:
-            errors.add(f"{field}.name", "must be a non-empty string of at most 63 characters")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH:
+            errors.add(f"{field}.name", f"must be a non-empty string of at most {MAX_NAME_LENGTH} characters")
             is_valid = False
         elif name in names:
             errors.add(f"{field}.name", f"duplicate pod set name {name!r}")
@@ -116,12 +120,37 @@ def workload_name(name: str, job_id: int) -> str:
 
 
 def _create_workload_after_commit(job_id: int) -> None:
-    from scheduling.tasks import create_workload
-
     try:
         create_workload.delay(job_id)
     except Exception:  # noqa: BLE001 - the reconcile pass creates it before releasing the job
         logger.warning("could not ask a worker to create the cluster workload of job %s", job_id, exc_info=True)
+
+
+def pending_job_create(*, spec: WorkloadSpec, owner, queue: Queue, flavor: Flavor, priority: int, name: str,
+                       priority_class: PriorityClass | None, submitted_at, **cluster_fields) -> tuple[Job, list[PodSet]]:
+    """The pending job row and its pod set rows for the gang `spec` describes (submitted, or discovered in the cluster:
+    `cluster_fields` then name its workload); `queue` and `flavor` are the rows `spec` names."""
+    job = Job.objects.create(
+        owner=owner, queue=queue, name=name, flavor=flavor, priority=priority, priority_class=priority_class,
+        topology_required=spec.topology_required or "", topology_preferred=spec.topology_preferred or "",
+        runtime_limit_s=spec.runtime_limit_s, checkpoint_interval_s=spec.checkpoint_interval_s,
+        is_preemptible=spec.is_preemptible, gpus=spec.gpus, submitted_at=submitted_at, state=JobState.PENDING.value,
+        **cluster_fields,
+    )
+    pod_sets = PodSet.objects.bulk_create(
+        PodSet(job=job, name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in spec.pod_sets)
+    return job, pod_sets
+
+
+def workload_spec(job: Job) -> WorkloadSpec:
+    """The gang a stored job describes (its queue, flavor and pod sets read), as a cluster adapter takes it."""
+    return WorkloadSpec(
+        queue=job.queue.name, flavor=job.flavor.name,
+        pod_sets=tuple(CorePodSet(name=p.name, count=p.count, gpus_per_pod=p.gpus_per_pod) for p in job.pod_sets.all()),
+        priority=job.priority, topology_required=job.topology_required or None,
+        topology_preferred=job.topology_preferred or None, runtime_limit_s=job.runtime_limit_s,
+        checkpoint_interval_s=job.checkpoint_interval_s, is_preemptible=job.is_preemptible,
+    )
 
 
 @transaction.atomic
@@ -159,12 +188,12 @@ def job_submit(
               .first() if isinstance(flavor_name, str) else None)
     if flavor is None:
         errors.add("flavor", f"unknown flavor {flavor_name!r}")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        errors.add("name", "must be a non-empty string of at most 200 characters")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_JOB_NAME_LENGTH:
+        errors.add("name", f"must be a non-empty string of at most {MAX_JOB_NAME_LENGTH} characters")
     if priority is not None and not is_admin(user):
         errors.add("priority", "only admins set a raw priority; choose a priority_class instead")
-    elif priority is not None and (not is_count(priority) or abs(priority) > 1_000_000):
-        errors.add("priority", "must be an integer between -1000000 and 1000000")
+    elif priority is not None and (not is_count(priority) or abs(priority) > MAX_PRIORITY):
+        errors.add("priority", f"must be an integer between -{MAX_PRIORITY} and {MAX_PRIORITY}")
     chosen_class = _resolve_class(errors, priority_class, queue)
     for field, value in (("runtime_limit_s", runtime_limit_s), ("checkpoint_interval_s", checkpoint_interval_s)):
         if value is not None and (not is_count(value) or value <= 0):
@@ -193,25 +222,16 @@ def job_submit(
     if validate_only:
         return None
 
-    submitted_at = to_datetime(now if now is not None else time.time())
-    job = Job.objects.create(
-        owner=user,
-        queue=queue,
-        name=name.strip(),
-        flavor=flavor,
+    spec = WorkloadSpec(
+        queue=queue.name, flavor=flavor.name, pod_sets=tuple(CorePodSet(**pod_set) for pod_set in clean_pod_sets),
         priority=priority if priority is not None else (chosen_class.value if chosen_class is not None else 0),
-        priority_class=chosen_class,
-        topology_required=topology_required or "",
-        topology_preferred=topology_preferred or "",
-        runtime_limit_s=runtime_limit_s,
-        checkpoint_interval_s=checkpoint_interval_s,
-        is_preemptible=is_preemptible,
-        gpus=sum(p["count"] * p["gpus_per_pod"] for p in clean_pod_sets),
-        submitted_at=submitted_at,
-        state=JobState.PENDING.value,
+        topology_required=topology_required or None, topology_preferred=topology_preferred or None,
+        runtime_limit_s=runtime_limit_s, checkpoint_interval_s=checkpoint_interval_s, is_preemptible=is_preemptible,
     )
-    pod_set_rows = PodSet.objects.bulk_create(PodSet(job=job, **pod_set) for pod_set in clean_pod_sets)
-    event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason="submitted", actor=user)
+    job, pod_set_rows = pending_job_create(spec=spec, owner=user, queue=queue, flavor=flavor, priority=spec.priority,
+                                           name=name.strip(), priority_class=chosen_class,
+                                           submitted_at=to_datetime(clock.moment(now)))
+    event = job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason=EventReason.SUBMITTED, actor=user)
     event.save()
     job.written = (pod_set_rows, event)  # what a caller shows of the new job without reading it back (job_submitted)
     if pod_template is not None:
@@ -240,10 +260,10 @@ def job_cancel(*, user, job_id: int, reason: str = "") -> Job:
     previous = job.state
     # The row lock above makes a pass that admits this job concurrently wait for this commit; its own
     # compare-and-set then finds the job cancelled and leaves it (see reconcile._transition).
-    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(time.time()), explanation_key="")
+    Job.objects.filter(pk=job.pk, state=previous).update(state=JobState.CANCELLED.value, finished_at=to_datetime(clock.now_s()), explanation_key="")
     job.refresh_from_db()
     job.placements.all().delete()
-    job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason="cancelled", message=reason, actor=user).save()
+    job_event(job_id=job.pk, from_state=previous, to_state=JobState.CANCELLED, reason=EventReason.CANCELLED, message=reason, actor=user).save()
     audit_record(actor=user, action=AuditAction.JOB_CANCEL, target=job, team=job.queue.team, before={"state": previous},
                  after={"state": job.state}, comment=reason)
     reconcile_after_commit()

@@ -9,7 +9,7 @@ from django.db import transaction
 from scheduling.models import AuditAction, Node
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record
-from scheduling.services.common import reconcile_after_commit
+from scheduling.services.common import comment_check, reconcile_after_commit
 
 
 @transaction.atomic
@@ -20,8 +20,7 @@ def node_cordon(*, actor, node_name: str, is_cordoned: bool, comment: str = "") 
         raise PermissionDenied("only admins cordon nodes")
     if settings.GANGWAY_CLUSTER == "kubernetes":
         raise ValidationError({"node": ["on Kubernetes, cordon with `kubectl cordon`; the watcher records it"]})
-    if not isinstance(comment, str) or len(comment) > 2000:
-        raise ValidationError({"comment": ["must be a string of at most 2000 characters"]})
+    comment_check(comment)
     node = Node.objects.select_for_update().filter(name=node_name).first()
     if node is None:
         raise Node.DoesNotExist(node_name)

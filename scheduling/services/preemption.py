@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.utils import timezone
 
+from scheduling import clock
 from scheduling.models import AuditAction, PlanStatus, PreemptionPlan
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record
-from scheduling.services.common import reconcile_after_commit
+from scheduling.services.common import comment_check, reconcile_after_commit
 
 
 DECISION_ACTIONS = {PlanStatus.APPROVED: AuditAction.PREEMPTION_APPROVE, PlanStatus.REJECTED: AuditAction.PREEMPTION_REJECT}
@@ -18,8 +18,7 @@ DECISION_ACTIONS = {PlanStatus.APPROVED: AuditAction.PREEMPTION_APPROVE, PlanSta
 def _decide(*, actor, plan_id: int, status: str, comment: str) -> PreemptionPlan:
     if not is_admin(actor):
         raise PermissionDenied("only admins decide on preemption plans")
-    if not isinstance(comment, str) or len(comment) > 2000:
-        raise ValidationError({"comment": ["must be a string of at most 2000 characters"]})
+    comment_check(comment)
     plan = PreemptionPlan.objects.select_for_update().filter(pk=plan_id).first()
     if plan is None:
         raise PreemptionPlan.DoesNotExist(plan_id)
@@ -27,7 +26,7 @@ def _decide(*, actor, plan_id: int, status: str, comment: str) -> PreemptionPlan
         raise ValidationError({"status": [f"plan {plan.pk} is {plan.status}; only a proposed plan can be decided"]})
     plan.status = status
     plan.decided_by = actor
-    plan.decided_at = timezone.now()
+    plan.decided_at = clock.now_datetime()
     plan.save(update_fields=["status", "decided_by", "decided_at"])
     audit_record(actor=actor, action=DECISION_ACTIONS[status], target=plan, team=plan.job.queue.team, before={"status": PlanStatus.PROPOSED.value},
                  after={"status": status, "job": plan.job_id, "victims": sorted(plan.victims.values_list("pk", flat=True))}, comment=comment)

@@ -9,11 +9,10 @@ from scheduling.core.model import JobState
 from scheduling.models import AuditAction, Job, PriorityClass, Team
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import Errors, create_named, is_count, reconcile_after_commit
+from scheduling.services.common import MAX_PRIORITY, Errors, create_named, is_count, reconcile_after_commit
 from scheduling.services.org import validate_name
 
 UNSET = object()
-MAX_PRIORITY = 1_000_000
 
 
 def priority_class_resolve(*, name: str | None, team: Team) -> PriorityClass | None:

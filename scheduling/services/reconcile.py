@@ -1,4 +1,8 @@
-"""The reconcile pass: observe the cluster, snapshot, run the core, persist decisions, then apply them."""
+"""The reconcile pass: observe the cluster, snapshot, run the core, persist decisions, then apply them.
+
+Over 400 lines for a reason: the steps share one transaction, its row lock and one ReconcileResult, each a named
+function here in the order the pass runs them; what they call (snapshots, plans, explanations, the cluster) lives
+elsewhere."""
 
 from __future__ import annotations
 
@@ -13,13 +17,15 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Sum
 
+from scheduling import clock
 from scheduling.cluster.base import Cluster, GangRelease, WorkloadPhase, WorkloadRef
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
 from scheduling.core.model import CycleResult, JobState, PodPlacement
-from scheduling.models import Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
+from scheduling.models import EventReason, Job, JobEvent, Node, Placement, PlanStatus, PodSet, PreemptionPlan, PreemptionVictim, Queue, QueueUsage, ReconcileState
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.models.preemption import OPEN_PLAN_STATUSES
+from scheduling.services.cluster import workload_create
 from scheduling.services.common import to_datetime
 from scheduling.services.explanations import explanations_refresh
 from scheduling.services.fleet import fleet_summary_record
@@ -58,14 +64,14 @@ class ReconcileResult:
     """Jobs changed since the snapshot (cancelled while the pass ran): left as they are, decided again next pass."""
 
 
-def admission_cycle_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
+def reconcile_pass_run(*, now: float | None = None, cluster: Cluster | None = None) -> ReconcileResult:
     """One idempotent pass. Decisions commit in one transaction that holds the reconcile row lock;
     applying them to the cluster happens after commit and is keyed by (job id, admission generation)."""
     if cluster is None:
         from scheduling.cluster.registry import get_cluster
 
         cluster = get_cluster()
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     with PASS_CACHE.lock:
         return _pass(cache=PASS_CACHE, now=now, cluster=cluster)
 
@@ -113,8 +119,8 @@ def _pass(*, cache: SnapshotCache, now: float, cluster: Cluster) -> ReconcileRes
         explanations_version=F("explanations_version") + (1 if written else 0),
     )
     if written:
-        # Another writer in between (the estimates task, another worker's pass) makes this process read the stored
-        # fingerprints again next pass.
+        # explanations_refresh is the one writer of explanations; another worker's pass in between makes this process
+        # read the stored fingerprints again next pass. (The estimates task writes only the estimate fields.)
         version = ReconcileState.objects.values_list("explanations_version", flat=True).get(pk=1)
         cache.explanations_version = version if version == state.explanations_version + 1 else None
     if result.admitted or result.finished or result.preempted or result.evicted:
@@ -209,7 +215,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
             final = JobState.SUCCEEDED if status.phase is WorkloadPhase.SUCCEEDED else JobState.FAILED
             if _transition(job["id"], expected=expected, result=result, what=final.value, state=final.value, finished_at=moment):
                 Placement.objects.filter(job_id=job["id"]).delete()  # placements are the current admission's only
-                events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=final.value))
+                events.append(job_event(job_id=job["id"], from_state=job["state"], to_state=final, reason=EventReason(final.value)))
                 result.finished.append(job["id"])
             continue
         ready = status.ready_pods
@@ -223,7 +229,7 @@ def _observe_workloads(*, cluster: Cluster, now: float, result: ReconcileResult)
                             started_at=moment, ready_pods=ready)
         ):
             events.append(
-                job_event(job_id=job["id"], from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason="pods_ready",
+                job_event(job_id=job["id"], from_state=JobState.ADMITTED, to_state=JobState.RUNNING, reason=EventReason.PODS_READY,
                           message=f"all {ready} pods running")
             )
             result.started.append(job["id"])
@@ -253,7 +259,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
 
     # Evictions first: they free GPUs the admissions below may use.
     for eviction in decisions.evictions:
-        if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason="pods_not_ready",
+        if _requeue(eviction.job_id, expected=versions[eviction.job_id], via=JobState.EVICTED, reason=EventReason.PODS_NOT_READY,
                     message=eviction.message, events=events, result=result,
                     extra={"evictions": F("evictions") + 1, "backoff_until": to_datetime(eviction.backoff_until),
                            "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(eviction.job_id, 0.0)}):
@@ -272,7 +278,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
             continue
         preempted = [
             victim_id for victim_id in admission.preempted
-            if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason="preempted",
+            if _requeue(victim_id, expected=versions[victim_id], via=JobState.PREEMPTED, reason=EventReason.PREEMPTED,
                         message=_victim_message(admission.job_id, approvals), events=events, result=result,
                         extra={"preempted_by_id": admission.job_id,
                                "attained_gpu_s": F("attained_gpu_s") + run_gpu_s.get(victim_id, 0.0)})
@@ -283,7 +289,7 @@ def _persist(*, decisions: CycleResult, context: SnapshotContext, now: float, re
         message = f"{len(admission.placement)} pods on {nodes} nodes" + (" (borrowing from the cohort)" if admission.is_borrowing else "")
         if preempted:
             message += f"; preempted jobs {', '.join(map(str, preempted))}"
-        events.append(job_event(job_id=admission.job_id, from_state=expected[0], to_state=JobState.ADMITTED, reason="admitted",
+        events.append(job_event(job_id=admission.job_id, from_state=expected[0], to_state=JobState.ADMITTED, reason=EventReason.ADMITTED,
                                 message=message))
         result.admitted.append(admission.job_id)
     Placement.objects.bulk_create(placements, batch_size=1000)
@@ -318,7 +324,7 @@ def _requeue(job_id: int, *, expected: tuple[str, int], via: JobState, reason: s
         return False
     Placement.objects.filter(job_id=job_id).delete()
     events.append(job_event(job_id=job_id, from_state=expected[0], to_state=via, reason=reason, message=message))
-    events.append(job_event(job_id=job_id, from_state=via, to_state=JobState.PENDING, reason="requeued", message="keeps its submit time"))
+    events.append(job_event(job_id=job_id, from_state=via, to_state=JobState.PENDING, reason=EventReason.REQUEUED, message="keeps its submit time"))
     return True
 
 
@@ -452,9 +458,7 @@ def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
         for job in to_release:
             generation = job["admission_generation"]
             try:
-                if job["pod_template"] is not None and hasattr(cluster, "create_workload"):
-                    from scheduling.services.cluster import workload_create
-
+                if job["pod_template"] is not None and cluster.creates_workloads:
                     workload_create(job_id=job["id"], cluster=cluster)  # idempotent: heals a submission whose creation was lost
                 if job["applied_generation"]:
                     # Re-admitted before the previous admission was suspended (a crash in between): stop it first.
@@ -476,10 +480,8 @@ def _apply(*, cluster: Cluster, now: float, result: ReconcileResult) -> None:
             continue
         Job.objects.filter(pk=job["id"], applied_generation=job["applied_generation"]).update(applied_generation=0)
         result.suspended.append(job["id"])
-    pin = getattr(cluster, "pin_released_gangs", None)
-    if pin is not None:
-        # Pod events the watcher missed would leave a released gang gated; advance every such gang here too.
-        try:
-            pin()
-        except Exception:  # noqa: BLE001
-            logger.warning("reconcile: pinning released gangs failed; retrying next pass", exc_info=True)
+    # Pod events the watcher missed would leave a released gang gated; advance every such gang here too.
+    try:
+        cluster.pin_released_gangs()
+    except Exception:  # noqa: BLE001
+        logger.warning("reconcile: pinning released gangs failed; retrying next pass", exc_info=True)

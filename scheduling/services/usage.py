@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -15,6 +14,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.db.models.functions import TruncHour
 
+from scheduling import clock
 from scheduling.models import GpuUsageSample, IdleJob, Job, Placement, QueueUsageRollup, UsageRollup
 from scheduling.models.jobs import HOLDING_STATES
 from scheduling.services.common import to_datetime
@@ -81,7 +81,7 @@ def usage_collect(*, now: float | None = None, source: UsageSource | None = None
     """Store one sample per GPU with its job and team, add this round to the jobs' minute rollups, compact
     minute rollups older than a day into hours, and drop raw samples older than GANGWAY_USAGE_RAW_RETENTION_S
     and rollups older than GANGWAY_USAGE_RETENTION_S."""
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     source = source or usage_source()
     allocations, jobs = _allocations()
     samples: Iterable[Sample] = source(now, allocations)

@@ -33,6 +33,9 @@ Skipping cycles that cannot change anything (what makes a 68,503-job replay take
    A queue without a cohort can admit at most its unused nominal quota R, so min(F, R) + 1 jobs.
 
 The engine checks what the core does not have to: no node is ever over-committed.
+
+Over 400 lines for a reason: the event loop and the cycle-skipping rules above share the run's pending queues and
+clock; the scheduling itself is the core's, the policies are policies.py's.
 """
 
 from __future__ import annotations
@@ -46,8 +49,7 @@ from typing import Callable, Mapping
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage, job_order_key
 from scheduling.core.model import Job, JobState, PlannedPreemption, PodSet, Queue, QueueingStrategy, Snapshot, TopologyRequest
-from scheduling.core.placement import FleetState
-from scheduling.core.quota import cohort_of, lendable
+from scheduling.core.reach import EmptyFleet, cohort_pool, why_never_admitted
 from scheduling.simulation.fleet import Fleet
 from scheduling.simulation.policies import Policy
 from scheduling.simulation.trace import Trace, TraceJob
@@ -182,7 +184,7 @@ class Engine:
         self.now = 0.0
         self.next_sample = 0.0
         self.heap: list[tuple] = []
-        self.fits_empty: dict[tuple, bool] = {}
+        self.empty_fleet = EmptyFleet(self.nodes, self.topology, topology_aware=self.config.topology_aware)
         self.awaiting: dict[int, PlannedPreemption] = {}
         """Plans the simulated admin has not decided, kept for the next cycle as the live pass keeps them."""
 
@@ -367,28 +369,10 @@ class Engine:
     def _never_fits(self, job: Job) -> str:
         """Why the job could never be admitted (the API would refuse it at submission), or ""."""
         queue = self.queues.get(job.queue)
-        quota = queue.quotas.get(job.flavor) if queue else None
-        if quota is None:
+        if queue is None:
             return f"queue {job.queue} has no quota for {job.flavor}"
-        reachable = quota.nominal
-        if queue.cohort is not None:
-            pool = sum(
-                lendable(q.quotas[job.flavor])
-                for q in self.queues.values()
-                if cohort_of(q) == cohort_of(queue) and job.flavor in q.quotas
-            )
-            reachable = quota.nominal - lendable(quota) + pool
-            if quota.borrowing_limit is not None:
-                reachable = min(reachable, quota.nominal + quota.borrowing_limit)
-        if job.gpus > reachable:
-            return f"needs {job.gpus} GPUs; queue {job.queue} can reach at most {reachable}"
-        shape = job.shape
-        if shape not in self.fits_empty:
-            empty = FleetState(self.nodes, self.topology, topology_aware=self.config.topology_aware)
-            self.fits_empty[shape] = empty.place(job) is not None
-        if not self.fits_empty[shape]:
-            return f"needs {job.pods} pods of {job.flavor}; does not fit the empty fleet"
-        return ""
+        pool = cohort_pool(self.queues.values(), queue, job.flavor)
+        return why_never_admitted(job, queue, pool=pool, empty_fleet=self.empty_fleet)
 
     def _start(self, job_id: int, placement, t: float) -> None:
         record = self.records[job_id]

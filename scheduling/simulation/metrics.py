@@ -40,13 +40,6 @@ def wait_stats(records: Iterable[JobRecord]) -> dict:
     }
 
 
-def bucket_of(gpus: int) -> str:
-    for name, low, high in SIZE_BUCKETS:
-        if low <= gpus <= high:
-            return name
-    raise ValueError(gpus)
-
-
 def summarize(result: SimResult) -> dict:
     """The JSON-ready metrics of one policy run."""
     done = [r for r in result.records.values() if r.end_s is not None]

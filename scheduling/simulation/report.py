@@ -59,13 +59,6 @@ def team_table(policies: dict[str, dict]) -> str:
     return "mean wait per team (s)\n" + "\n".join(lines)
 
 
-def markdown_table(policies: dict[str, dict]) -> str:
-    rows = [[title for title, _ in ROWS]] + [_cells(name, s) for name, s in policies.items()]
-    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(ROWS)]
-    out += ["| " + " | ".join(row) + " |" for row in rows[1:]]
-    return "\n".join(out)
-
-
 def write_plot(document: dict, path: str | Path) -> None:
     """A self-contained HTML report (plotly.js inlined, no CDN): wait CDF, allocation, free nodes, team waits."""
     import plotly.graph_objects as go  # the only non-stdlib import of the simulator, used for --plot only

@@ -101,7 +101,7 @@ def test_only_admins_cordon_a_node_and_the_cordon_is_audited(client_as, user, st
 
 
 def test_a_cordoned_node_takes_no_new_gang(client_as):
-    from scheduling.services import admission_cycle_run
+    from scheduling.services import reconcile_pass_run
 
     for rack in (1, 2):
         for n in range(1, 5):
@@ -109,10 +109,10 @@ def test_a_cordoned_node_takes_no_new_gang(client_as):
     client_as("admin").post("/api/v1/nodes/gpu-r1-n1/uncordon/", format="json")
     job_id = client_as("vision-researcher").post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 2, "gpus_per_pod": 8}]),
                                                  format="json").json()["id"]
-    assert job_id not in admission_cycle_run().admitted
+    assert job_id not in reconcile_pass_run().admitted
     one = client_as("vision-researcher").post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}]),
                                               format="json").json()["id"]
-    assert admission_cycle_run().admitted == [one]
+    assert reconcile_pass_run().admitted == [one]
 
 
 def test_cordoning_on_kubernetes_is_a_400_pointing_at_kubectl(client_as, settings):

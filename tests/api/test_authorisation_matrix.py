@@ -7,7 +7,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from scheduling.models import Job, PodSet
-from scheduling.services import admission_cycle_run, job_submit, priority_class_create
+from scheduling.services import reconcile_pass_run, job_submit, priority_class_create
 from tests.conftest import H100, job_body
 
 pytestmark = pytest.mark.django_db
@@ -101,7 +101,7 @@ PRIVATE = ("name", "owner")
 def test_private_fields_of_another_teams_job_are_hidden_in_lists_details_and_nested_objects(client_as, org, role):
     response = client_as("vision-researcher").post("/api/v1/jobs/", job_body(name="secret-run"), format="json")
     job_id = response.json()["id"]
-    admission_cycle_run()
+    reconcile_pass_run()
     sees_all = role in ("vision-researcher", "vision-lead", "admin")
     client = client_as(role)
 

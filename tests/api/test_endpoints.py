@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from scheduling.models import Flavor, Job, PlanStatus, PreemptionPlan, PreemptionVictim, Queue, Team
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 from tests.conftest import H100, job_body
 
 
@@ -14,7 +14,7 @@ def test_submit_a_job_and_read_it_back_with_placement_after_a_pass(client_as):
     assert response.status_code == 201, response.json()
     job_id = response.json()["id"]
     assert response.json()["state"] == "pending"
-    admission_cycle_run()
+    reconcile_pass_run()
     detail = client.get(f"/api/v1/jobs/{job_id}/").json()
     assert detail["state"] == "admitted"
     assert detail["name"] == "llama-pretrain" and detail["owner"] == "vision-researcher"
@@ -28,9 +28,9 @@ def test_a_pending_job_carries_its_explanation(client_as):
     client_as("language-researcher").post(
         "/api/v1/jobs/", job_body(queue="language-main", pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}]), format="json"
     )
-    admission_cycle_run()
+    reconcile_pass_run()
     job_id = client.post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 8, "gpus_per_pod": 8}]), format="json").json()["id"]
-    admission_cycle_run()
+    reconcile_pass_run()
     detail = client.get(f"/api/v1/jobs/{job_id}/").json()
     assert detail["state"] == "pending"
     assert detail["explanation"]["blocking"] in {"quota", "fit"}
@@ -91,7 +91,7 @@ def test_queues_list_create_detail_patch(client_as):
 def test_nodes_and_fleet_totals(client_as):
     client = client_as("vision-researcher")
     client.post("/api/v1/jobs/", job_body(pod_sets=[{"name": "w", "count": 2, "gpus_per_pod": 4}]), format="json")
-    admission_cycle_run()
+    reconcile_pass_run()
     nodes = client.get("/api/v1/nodes/").json()["results"]
     assert len(nodes) == 8 and sum(n["allocated_gpus"] for n in nodes) == 8
     fleet = client.get("/api/v1/fleet/").json()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from tests.conftest import H100
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +18,7 @@ def scraped(client, org, settings):
     for i, count in enumerate((2, 2, 8)):
         job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name=f"j{i}",
                    pod_sets=[{"name": "w", "count": count, "gpus_per_pod": 8}], now=1_800_000_000.0 + i)
-    admission_cycle_run(now=1_800_000_100.0)
+    reconcile_pass_run(now=1_800_000_100.0)
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 200
     return {f.name: f for f in text_string_to_metric_families(response.content.decode())}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduling.models import Job, Queue
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 from tests.conftest import H100, job_body, stored_explanation
 
 pytestmark = pytest.mark.django_db
@@ -47,11 +47,11 @@ def test_a_non_preemptible_job_cannot_borrow_the_other_teams_lent_quota(client_a
                     pod_sets=[{"name": "worker", "count": 6, "gpus_per_pod": 8}])
     job_id = researcher.post("/api/v1/jobs/", body, format="json").json()["id"]
 
-    result = admission_cycle_run()
+    result = reconcile_pass_run()
 
     assert job_id not in result.admitted
     job = Job.objects.get(pk=job_id)
     assert stored_explanation(job)["blocking"] == "quota" and stored_explanation(job)["quota"]["limit"] == "not_preemptible"
     owner = client_as("vision-researcher").post("/api/v1/jobs/", job_body(topology={}, pod_sets=[
         {"name": "worker", "count": 4, "gpus_per_pod": 8}]), format="json").json()["id"]
-    assert owner in admission_cycle_run().admitted, "vision's own nominal quota is there for it, with no plan needed"
+    assert owner in reconcile_pass_run().admitted, "vision's own nominal quota is there for it, with no plan needed"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from scheduling.models import QueueQuota
-from scheduling.services import admission_cycle_run, priority_class_create
+from scheduling.services import reconcile_pass_run, priority_class_create
 from tests.conftest import job_body
 
 
@@ -27,15 +27,15 @@ def test_a_high_priority_job_preempts_exactly_the_lowest_priority_job_of_its_que
 
     t0 = time.time()
     low = submit("low", 0)
-    admission_cycle_run(now=t0 + 1)
-    admission_cycle_run(now=t0 + 2)  # running since t0 + 2
+    reconcile_pass_run(now=t0 + 1)
+    reconcile_pass_run(now=t0 + 2)  # running since t0 + 2
     mid, mid_too, high = submit("mid", 50), submit("mid-too", 50), submit("high", 100)
-    admission_cycle_run(now=t0 + 300)
-    admission_cycle_run(now=t0 + 302)  # running since t0 + 302: less work to lose than `low`
+    reconcile_pass_run(now=t0 + 300)
+    reconcile_pass_run(now=t0 + 302)  # running since t0 + 302: less work to lose than `low`
     assert [state(j) for j in (low, mid, mid_too, high)] == ["running"] * 4
 
     urgent = submit("urgent", 100)
-    result = admission_cycle_run(now=t0 + 500)
+    result = reconcile_pass_run(now=t0 + 500)
 
     # The lowest priority goes, though a mid-priority job would cost less; nothing else moves.
     assert (result.admitted, result.preempted) == ([urgent], [low])
@@ -44,6 +44,6 @@ def test_a_high_priority_job_preempts_exactly_the_lowest_priority_job_of_its_que
     assert (plan["status"], [v["job"] for v in plan["victims"]]) == ("executed", [low])
 
     # The next pass finds nothing left to preempt for the requeued job: no cascade.
-    result = admission_cycle_run(now=t0 + 510)
+    result = reconcile_pass_run(now=t0 + 510)
     assert (result.admitted, result.preempted) == ([], [])
     assert len(admin.get("/api/v1/preemptions/").json()["results"]) == 1

@@ -39,3 +39,12 @@ def test_bench_live_refuses_a_database_that_holds_jobs_unless_told_to_wipe_it(or
     with pytest.raises(CommandError, match="--wipe"):
         call_command("bench", "live", *SMALL, "--url", "http://127.0.0.1:9")
     assert Job.objects.filter(name="mine").exists()
+
+
+@pytest.mark.parametrize("bench", ["live", "submit-load"])
+def test_the_live_benchmarks_ask_for_migrate_on_a_fresh_database_instead_of_a_traceback(db, monkeypatch, bench):
+    from django.db.migrations.executor import MigrationExecutor
+
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("scheduling", "0001_initial")])
+    with pytest.raises(CommandError, match="is not migrated: run `manage.py migrate`"):
+        call_command("bench", bench, "--wipe")

@@ -166,3 +166,30 @@ def test_cycles_never_overcommit_and_admit_gangs_whole(data):
     second_result = run_admission_cycle(second)
     check_invariants(second, second_result)
     assert run_admission_cycle(second) == second_result, "same snapshot, same decisions"
+
+
+def test_a_gang_that_requires_one_rack_and_reclaims_only_quota_still_lands_in_one_rack():
+    # Found by the property above: quota alone blocks the gang, so its plan's domain is the fleet; the gang must
+    # still be placed inside one rack, as it requires, not spread over the fleet's free GPUs.
+    nodes = (
+        Node(name="n00", flavor="H100", capacity_gpus=4, allocatable_gpus=2, labels={"block": "b0", "rack": "b0r0"}),
+        Node(name="n01", flavor="H100", capacity_gpus=4, allocatable_gpus=4, labels={"block": "b1", "rack": "b1r1"}),
+    )
+    queues = {
+        "q0": Queue(name="q0", team="team0", cohort="c1", quotas={"H100": Quota(nominal=5)}),
+        "q1": Queue(name="q1", team="team1", cohort="c1", quotas={"H100": Quota(nominal=0)}),
+    }
+    config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=1e9)
+    running = (
+        Job(id=1, queue="q1", team="team1", flavor="H100", pod_sets=(PodSet("ps0", 1, 1),), priority=0, submitted_at=0.0),
+        Job(id=2, queue="q0", team="team0", flavor="H100", pod_sets=(PodSet("ps0", 1, 1),), priority=0, submitted_at=0.0,
+            is_preemptible=False),
+    )
+    first = Snapshot(now=1000.0, topology=TOPOLOGY, nodes=nodes, queues=queues, admitted=(), pending=running, config=config)
+    gang = Job(id=100, queue="q1", team="team1", flavor="H100", pod_sets=(PodSet("ps0", 4, 1),), priority=1, submitted_at=0.0,
+               topology=TopologyRequest(required="rack"))
+    second = replace(first, now=5000.0, admitted=tuple(_apply(first, run_admission_cycle(first)).values()), pending=(gang,))
+    result = run_admission_cycle(second)
+    check_invariants(second, result)
+    [admission] = result.admissions
+    assert {p.node for p in admission.placement} == {"n01"} and admission.preempted

@@ -3,13 +3,15 @@ and the what-if previews (which save nothing and follow the PATCH permissions)."
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from scheduling.models import Job, JobEvent, PreemptionPlan, Queue, QueueQuota, TeamAllotment
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
+from scheduling.selectors.explanations import job_explanation_get
 from scheduling.services.explanations import estimates_refresh
 from tests.conftest import H100, stored_explanation
 
@@ -31,10 +33,10 @@ def busy(org):
     QueueQuota.objects.filter(queue__name="language-main").update(lending_limit=0)
     for i in range(4):
         submit(org, at=T0 + i, name=f"running-{i}")
-    admission_cycle_run(now=T0 + 10)
+    reconcile_pass_run(now=T0 + 10)
     gang = submit(org, count=4, at=T0 + 20, name="big-gang")
     small = submit(org, count=1, at=T0 + 21, name="small")
-    admission_cycle_run(now=T0 + 30)
+    reconcile_pass_run(now=T0 + 30)
     return {"gang": Job.objects.get(pk=gang.pk), "small": Job.objects.get(pk=small.pk)}
 
 
@@ -47,9 +49,22 @@ def test_the_pass_stores_the_ordered_explanation_and_an_estimate_survives_the_ne
     assert summary["jobs"] == 2 and summary["within_horizon"] == 2
     gang.refresh_from_db()
     assert stored_explanation(gang)["estimated_start"] and stored_explanation(gang)["estimated_at"]
-    admission_cycle_run(now=T0 + 50)
+    reconcile_pass_run(now=T0 + 50)
     gang.refresh_from_db()
     assert stored_explanation(gang)["estimated_start"]  # a pass keeps the estimate beside the refreshed explanation
+
+
+def test_the_api_gives_the_whole_stored_explanation_in_the_shape_the_schema_declares(busy, client_as):
+    estimates_refresh(now=T0 + 40)
+    client = client_as("vision-researcher")
+    for job in (busy["gang"], busy["small"]):
+        job.refresh_from_db()
+        stored = job_explanation_get(job=job)
+        assert client.get(f"/api/v1/jobs/{job.pk}/").json()["explanation"] == json.loads(json.dumps(stored))
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    explanation = schema["components"]["schemas"]["JobDetailOut"]["properties"]["explanation"]
+    assert "ExplanationOut" in json.dumps(explanation)
+    assert {"blocking", "quota", "fit", "fixes", "position", "estimated_start"} <= set(schema["components"]["schemas"]["ExplanationOut"]["properties"])
 
 
 def test_the_api_returns_the_explanation_with_the_live_queue_position(busy, client_as):

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage
 from scheduling.core.model import JobState, Quota, SchedulerConfig
-from scheduling.simulation.forecast import forecast, what_if
+from scheduling.planning.forecast import forecast
+from scheduling.planning.what_if import what_if
 from tests.core.builders import FLAVOR, QueueingStrategy, a_gang, queue, rack_fleet, snapshot
 
 NOW = 1000.0

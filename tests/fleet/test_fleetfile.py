@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from scheduling.fleetfile import FleetFileError, demo_fleet, fleet_parse
 from scheduling.models import FleetSettings, Node
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from tests.conftest import H100
 
 
@@ -109,7 +109,7 @@ def test_unreadable_and_malformed_files_are_rejected(db, tmp_path):
 def test_removing_a_node_that_holds_a_placement_is_an_error_and_changes_nothing(org, write):
     job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="j",
                pod_sets=[{"name": "w", "count": 8, "gpus_per_pod": 8}])
-    admission_cycle_run()
+    reconcile_pass_run()
     names = sorted(Node.objects.values_list("name", flat=True))
     with pytest.raises(CommandError, match="cannot remove"):
         call_command("loadfleet", write(doc(node("only-one"))))

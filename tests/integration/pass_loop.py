@@ -10,7 +10,7 @@ import time
 from django.db import connections
 
 from scheduling.cluster.simulated import SimulatedCluster
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 
 
 class SnapshotThenWait(SimulatedCluster):
@@ -36,7 +36,7 @@ def live_pass_loop():
         cluster = SnapshotThenWait()
         try:
             while not stop.is_set():
-                results.append(admission_cycle_run(cluster=cluster))
+                results.append(reconcile_pass_run(cluster=cluster))
         except BaseException as error:  # noqa: BLE001 - surfaced below
             errors.append(error)
         finally:

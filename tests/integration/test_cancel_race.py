@@ -10,7 +10,7 @@ import pytest
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, job_cancel, job_submit
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit
 from tests.conftest import H100
 from tests.integration.pass_loop import live_pass_loop
 
@@ -33,7 +33,7 @@ def test_no_cancelled_job_is_admitted_when_cancels_race_a_live_pass_loop(transac
             except Exception:  # noqa: BLE001 - a job the pass finished first cannot be cancelled; counted below
                 pass
     lost_races = [race for result in passes for race in result.lost_races]
-    admission_cycle_run(cluster=SimulatedCluster())  # one quiet pass applies the last decisions
+    reconcile_pass_run(cluster=SimulatedCluster())  # one quiet pass applies the last decisions
 
     cancelled_then_admitted = []
     for job in Job.objects.filter(events__reason="cancelled").distinct():

@@ -19,7 +19,7 @@ from portal.celery import app as celery_app
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import Job, JobEvent, Placement, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from scheduling.livebench.server import database_url
 from scheduling.tasks import LOCK_KEY, reconcile
 from tests.conftest import H100
@@ -181,7 +181,7 @@ def test_two_passes_started_at_once_are_serialised_by_the_database_and_equal_one
     jobs = [submit(org, name=f"gang-{i}") for i in range(3)]
     cluster = SlowCluster()
 
-    results = run_together(lambda: admission_cycle_run(cluster=cluster))
+    results = run_together(lambda: reconcile_pass_run(cluster=cluster))
 
     (first_start, first_end), (second_start, _) = sorted(cluster.reads)
     assert second_start >= first_end, "the second pass read the cluster only after the first committed"

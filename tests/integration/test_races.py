@@ -17,7 +17,7 @@ from django.db import connection
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import AuditAction, AuditRecord, Job, JobEvent, PlanStatus, PreemptionPlan, QueueQuota, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, job_cancel
+from scheduling.services import reconcile_pass_run, job_cancel
 from tests.conftest import H100
 from tests.integration.pass_loop import live_pass_loop
 from tests.integration.test_crash_and_concurrency import ROOT, database_url, services_are_real, submit  # noqa: F401 - a fixture
@@ -89,7 +89,7 @@ def test_quota_edits_racing_a_live_pass_loop_are_never_lost_and_never_let_a_queu
             held = sum(Job.objects.filter(queue__name="vision-main", state__in=["admitted", "running"]).values_list("gpus", flat=True))
             assert held <= 32, f"vision holds {held} GPUs; its nominal never went above 32"
             time.sleep(rng.uniform(0, 0.03))
-    admission_cycle_run(cluster=SimulatedCluster())
+    reconcile_pass_run(cluster=SimulatedCluster())
 
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == nominals[-1] == 32
     assert AuditRecord.objects.filter(action=AuditAction.QUOTA_UPDATE, target_id="vision-main").count() == EDITS
@@ -134,7 +134,7 @@ def test_approvals_racing_a_live_pass_loop_preempt_only_after_approval_and_admit
                 job_cancel(user=job.owner, job_id=job.pk)
             wait_until(lambda: not Job.objects.filter(state__in=["admitted", "running"]).exists(), timeout_s=30,
                        what="an empty fleet for the next round")
-    admission_cycle_run(cluster=SimulatedCluster())
+    reconcile_pass_run(cluster=SimulatedCluster())
 
     assert decided, "at least one approval landed on a proposed plan"
     for event in JobEvent.objects.filter(reason="preempted"):

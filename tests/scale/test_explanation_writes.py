@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduling.models import Explanation, Job
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from scheduling.services.explanations import explanation_fingerprint, explanation_keys
 from tests.core.builders import a_gang
 from tests.conftest import H100, stored_explanation
@@ -26,7 +26,7 @@ def submit_big(org, count: int, *, at: float = 1000.0) -> None:
 
 def test_jobs_of_one_shape_share_one_stored_explanation(org):
     submit_big(org, 8)
-    admission_cycle_run(now=2000.0)
+    reconcile_pass_run(now=2000.0)
     waiting = list(Job.objects.filter(state="pending").order_by("submitted_at"))
     assert len(waiting) == 6 and len({job.explanation_key for job in waiting}) == 1
     assert Explanation.objects.count() == 1
@@ -44,11 +44,11 @@ def test_a_job_whose_answer_differs_from_its_shapes_gets_a_row_of_its_own():
 
 def test_a_later_pass_with_nothing_new_rewrites_no_explanation(org):
     submit_big(org, 4)
-    admission_cycle_run(now=2000.0)
+    reconcile_pass_run(now=2000.0)
     waiting = Job.objects.filter(state="pending")
     assert waiting.exists() and all(stored_explanation(job) for job in waiting)
     written_at = {job.pk: stored_explanation(job)["checked_at"] for job in waiting}
-    admission_cycle_run(now=2600.0)  # ten minutes later: running jobs' cost grew, nothing else changed
+    reconcile_pass_run(now=2600.0)  # ten minutes later: running jobs' cost grew, nothing else changed
     assert {job.pk: stored_explanation(job)["checked_at"] for job in Job.objects.filter(state="pending")} == written_at
 
 
@@ -56,8 +56,8 @@ def test_an_admitted_job_leaves_its_explanation_and_rows_nobody_refers_to_go(org
     settings.GANGWAY_EXPLAIN_REFRESH_S = 0  # prune every pass
     job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="one",
                pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}])
-    admission_cycle_run()
+    reconcile_pass_run()
     job = Job.objects.get(name="one")
     assert job.state == "admitted" and job.explanation_key == "" and stored_explanation(job) == {}
-    admission_cycle_run()
+    reconcile_pass_run()
     assert not Explanation.objects.exists()

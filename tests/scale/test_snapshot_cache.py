@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.core.model import JobState
 from scheduling.models import Explanation, Job, Node, PodSet, QueueUsage, ReconcileState
-from scheduling.services import admission_cycle_run, job_cancel, job_submit, node_cordon
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit, node_cordon
 from scheduling.snapshot_cache import PASS_CACHE, SnapshotCache
 from scheduling.snapshots import snapshot_build
 from tests.conftest import H100, stored_explanation
@@ -53,7 +53,7 @@ def test_every_kind_of_write_between_passes_reaches_the_cached_snapshot(org, set
     cache = SnapshotCache()
     jobs = [submit(org, at=T0 + i, priority=i % 3) for i in range(6)] + [submit(org, queue="language-main", at=T0 + 9)]
     assert_cache_agrees(cache)
-    admission_cycle_run(now=T0 + 10)  # some admitted, placed, released: the pass's own writes
+    reconcile_pass_run(now=T0 + 10)  # some admitted, placed, released: the pass's own writes
     assert_cache_agrees(cache)
     steps = [
         lambda: submit(org, at=T0 + 20, priority=5),  # a new head of a full window
@@ -64,7 +64,7 @@ def test_every_kind_of_write_between_passes_reaches_the_cached_snapshot(org, set
         lambda: PodSet.objects.filter(job=jobs[-1]).update(count=2),
         lambda: node_cordon(actor=org["admin"], node_name=Node.objects.order_by("name").first().name, is_cordoned=True),
         lambda: Node.objects.filter(name=Node.objects.order_by("name").last().name).update(allocatable_gpus=4),
-        lambda: admission_cycle_run(now=T0 + 30),
+        lambda: reconcile_pass_run(now=T0 + 30),
         lambda: Job.objects.filter(state="pending").update(state=JobState.CANCELLED.value),
     ]
     for step in steps:
@@ -76,10 +76,10 @@ def test_a_pass_with_nothing_new_reads_no_job_row_and_writes_nothing(org):
     for i in range(5):
         submit(org, at=T0 + i, gpus=8)
     submit(org, at=T0 + 9, gpus=64)  # never fits: stays pending with an explanation
-    admission_cycle_run(now=T0 + 10)
-    admission_cycle_run(now=T0 + 11)
+    reconcile_pass_run(now=T0 + 10)
+    reconcile_pass_run(now=T0 + 11)
     with CaptureQueriesContext(connection) as queries:
-        result = admission_cycle_run(now=T0 + 12)
+        result = reconcile_pass_run(now=T0 + 12)
     job_reads = [q["sql"] for q in queries.captured_queries
                  if q["sql"].startswith("SELECT") and "explanation_key" in q["sql"] or "scheduling_podset" in q["sql"]]
     writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE \"scheduling_job\"")]
@@ -91,28 +91,28 @@ def test_nothing_new_is_explained_again_after_the_refresh_interval(org, settings
     settings.GANGWAY_EXPLAIN_REFRESH_S = 60
     submit(org, at=T0, gpus=64)
     submit(org, at=T0, gpus=64)  # waits for the first
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)  # the first runs
-    assert "explain" not in admission_cycle_run(now=T0 + 30).phases_s
-    assert "explain" in admission_cycle_run(now=T0 + 62).phases_s
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)  # the first runs
+    assert "explain" not in reconcile_pass_run(now=T0 + 30).phases_s
+    assert "explain" in reconcile_pass_run(now=T0 + 62).phases_s
 
 
 def test_explanations_written_elsewhere_make_the_pass_read_the_stored_fingerprints_again(org):
     submit(org, at=T0, gpus=64)
     job = submit(org, at=T0, gpus=64)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
     stored = stored_explanation(job)
     Explanation.objects.all().delete()  # another writer...
     Job.objects.filter(pk=job.pk).update(explanation_key="")
     ReconcileState.objects.filter(pk=1).update(explanations_version=F("explanations_version") + 1)  # ...says so
-    admission_cycle_run(now=T0 + 70)
+    reconcile_pass_run(now=T0 + 70)
     assert stored_explanation(job)["summary"] == stored["summary"]
 
 
 def test_a_pass_that_fails_leaves_the_next_one_to_read_everything(org, monkeypatch):
     submit(org, at=T0)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     assert PASS_CACHE.pass_number is not None
 
     def broken(*args, **kwargs):
@@ -120,7 +120,7 @@ def test_a_pass_that_fails_leaves_the_next_one_to_read_everything(org, monkeypat
 
     monkeypatch.setattr("scheduling.services.reconcile.run_admission_cycle", broken)
     with pytest.raises(RuntimeError):
-        admission_cycle_run(now=T0 + 2)
+        reconcile_pass_run(now=T0 + 2)
     assert PASS_CACHE.pass_number is None
 
 
@@ -157,7 +157,7 @@ def test_any_sequence_of_writes_and_passes_keeps_the_cache_equal_to_a_read_from_
         elif operation == "priority":
             Job.objects.filter(state="pending", pk__gte=n).update(priority=F("priority") + 1)
         elif operation == "pass":
-            admission_cycle_run(now=now)
+            reconcile_pass_run(now=now)
             assert pending_gpus_counted() == pending_gpus_stored()
         else:
             names = list(Node.objects.order_by("name").values_list("name", flat=True))

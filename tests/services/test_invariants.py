@@ -10,7 +10,7 @@ from django.core.management import call_command
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import Job, JobEvent, Node, Placement, QueueQuota, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, job_cancel, job_submit
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit
 from tests.conftest import H100
 
 pytestmark = pytest.mark.django_db
@@ -21,8 +21,8 @@ T0 = 1_800_000_000.0
 def running(org) -> Job:
     job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="gang",
                      pod_sets=[{"name": "worker", "count": 2, "gpus_per_pod": 8}], runtime_limit_s=36000, now=T0)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
     job.refresh_from_db()
     return job
 
@@ -43,9 +43,9 @@ def test_a_healthy_state_passes(running):
 def test_a_healthy_state_after_jobs_finished_and_were_cancelled_passes(running, org):
     cancelled = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="short",
                            pod_sets=[{"name": "worker", "count": 1, "gpus_per_pod": 8}], now=T0 + 3)
-    admission_cycle_run(now=T0 + 4)
+    reconcile_pass_run(now=T0 + 4)
     job_cancel(user=org["vision-researcher"], job_id=cancelled.pk)
-    admission_cycle_run(now=T0 + 100_000)  # the running gang finishes
+    reconcile_pass_run(now=T0 + 100_000)  # the running gang finishes
 
     assert set(Job.objects.values_list("state", flat=True)) == {"succeeded", "cancelled"}
     assert check() == (0, "all invariants hold\n", "")
@@ -115,7 +115,7 @@ def test_each_broken_invariant_is_named_and_exits_1(running, corrupt, message):
 def test_a_committed_admission_not_yet_applied_is_not_a_violation(org):
     job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="gang",
                pod_sets=[{"name": "worker", "count": 2, "gpus_per_pod": 8}], now=T0)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     Job.objects.update(applied_generation=0)
     SimulatedWorkload.objects.all().delete()
 

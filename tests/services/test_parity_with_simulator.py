@@ -1,6 +1,6 @@
 """Parity: the live reconcile pass on the simulated cluster admits what the simulator admits.
 
-The same fleet, queues and jobs (all submitted at time 0, in one order) go through `admission_cycle_run` (database, snapshot translator,
+The same fleet, queues and jobs (all submitted at time 0, in one order) go through `reconcile_pass_run` (database, snapshot translator,
 simulated cluster) and through the simulator's engine, with each job's true duration taken from
 the simulated cluster. Every admission — time, job and nodes — must be the same.
 """
@@ -16,7 +16,7 @@ from scheduling.cluster.simulated import SimulatedCluster, simulated_duration_s
 from scheduling.core.model import Node
 from scheduling.fleetfile import FleetSpec, NodeSpec
 from scheduling.models import Cohort, Flavor, Job, Placement, Queue, QueueQuota, Team
-from scheduling.services import admission_cycle_run, fleet_sync, job_submit
+from scheduling.services import reconcile_pass_run, fleet_sync, job_submit
 from scheduling.simulation.engine import Scenario, simulate
 from scheduling.simulation.fleet import Fleet
 from scheduling.simulation.policies import get_policy
@@ -83,7 +83,7 @@ def test_live_reconcile_and_simulator_admit_the_same_gangs(policy):
         live = []
         cluster = SimulatedCluster()
         for t in sorted({0.0} | {entry[0] for entry in result.log}):
-            admitted = admission_cycle_run(now=t, cluster=cluster).admitted
+            admitted = reconcile_pass_run(now=t, cluster=cluster).admitted
             for job_id in admitted:
                 nodes = tuple(sorted(Placement.objects.filter(job_id=job_id).values_list("node__name", flat=True)))
                 live.append((t, job_id, nodes))

@@ -6,7 +6,7 @@ import pytest
 
 from scheduling.core.model import JobState
 from scheduling.models import Job
-from scheduling.services import admission_cycle_run, job_cancel, job_submit, priority_class_create, priority_class_update
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit, priority_class_create, priority_class_update
 from tests.conftest import H100
 
 pytestmark = pytest.mark.usefixtures("every_plan_runs")
@@ -29,7 +29,7 @@ def test_a_job_over_its_classs_cap_waits_with_the_reason_and_starts_when_the_tea
     priority_class_create(actor=org["admin"], name="high", value=10, max_gpus_per_team=16)
     first, second = submit(org, "first", gpus=16), submit(org, "second", gpus=8, at=T0 + 1)
     plain = submit(org, "plain", gpus=8, priority_class=None, at=T0 + 2)
-    result = admission_cycle_run(now=T0 + 10)
+    result = reconcile_pass_run(now=T0 + 10)
     assert set(result.admitted) == {first.pk, plain.pk}
     assert state(second) == JobState.PENDING
 
@@ -41,13 +41,13 @@ def test_a_job_over_its_classs_cap_waits_with_the_reason_and_starts_when_the_tea
     assert [(j["id"], j["why"]) for j in page] == [(second.pk, explanation.get("headline") or explanation["summary"])]
 
     job_cancel(user=org["vision-researcher"], job_id=first.pk)
-    assert second.pk in admission_cycle_run(now=T0 + 20).admitted
+    assert second.pk in reconcile_pass_run(now=T0 + 20).admitted
 
 
 def test_raising_the_cap_lets_the_waiting_job_start_on_the_next_pass(org):
     priority_class_create(actor=org["admin"], name="high", value=10, max_gpus_per_team=8)
     running, waiting = submit(org, "running", gpus=8), submit(org, "waiting", gpus=8, at=T0 + 1)
-    admission_cycle_run(now=T0 + 10)
+    reconcile_pass_run(now=T0 + 10)
     assert (state(running), state(waiting)) == (JobState.ADMITTED, JobState.PENDING)
     priority_class_update(actor=org["admin"], name="high", max_gpus_per_team=None)
-    assert waiting.pk in admission_cycle_run(now=T0 + 20).admitted
+    assert waiting.pk in reconcile_pass_run(now=T0 + 20).admitted

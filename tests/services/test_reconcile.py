@@ -8,7 +8,7 @@ from scheduling.cluster.base import WorkloadPhase, WorkloadStatus
 from scheduling.cluster.simulated import SimulatedCluster, simulated_duration_s
 from scheduling.core.model import JobState
 from scheduling.models import Job, JobEvent, Node, QueueQuota, Placement, PlanStatus, PreemptionPlan, QueueUsage, SimulatedWorkload
-from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve, priority_class_create
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit, preemption_approve, priority_class_create
 from tests.conftest import H100, stored_explanation
 
 pytestmark = pytest.mark.usefixtures("every_plan_runs")
@@ -37,7 +37,7 @@ def state(job) -> str:
 
 def test_a_gang_is_admitted_all_or_nothing_then_runs(org):
     job = submit(org, count=3, gpus=8)
-    result = admission_cycle_run(now=T0 + 1)
+    result = reconcile_pass_run(now=T0 + 1)
     assert result.admitted == [job.pk]
     job.refresh_from_db()
     assert job.state == JobState.ADMITTED
@@ -46,7 +46,7 @@ def test_a_gang_is_admitted_all_or_nothing_then_runs(org):
     assert len(placements) == 3 and len({p.node_id for p in placements}) == 3
     assert SimulatedWorkload.objects.get(job=job).generation == 1
 
-    result = admission_cycle_run(now=T0 + 2)
+    result = reconcile_pass_run(now=T0 + 2)
     assert result.started == [job.pk]
     assert state(job) == JobState.RUNNING
     assert list(JobEvent.objects.filter(job=job).values_list("to_state", flat=True)) == ["pending", "admitted", "running"]
@@ -54,10 +54,10 @@ def test_a_gang_is_admitted_all_or_nothing_then_runs(org):
 
 def test_running_the_pass_again_changes_nothing(org):
     submit(org, count=2)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
     events, placements = JobEvent.objects.count(), Placement.objects.count()
-    result = admission_cycle_run(now=T0 + 3)
+    result = reconcile_pass_run(now=T0 + 3)
     assert (result.admitted, result.started, result.finished) == ([], [], [])
     assert (JobEvent.objects.count(), Placement.objects.count()) == (events, placements)
 
@@ -65,9 +65,9 @@ def test_running_the_pass_again_changes_nothing(org):
 def test_a_gang_beyond_quota_and_free_gpus_waits_with_its_reason_while_smaller_jobs_run_then_starts_when_they_finish(org):
     small = submit(org, count=1, gpus=8, limit_s=600, name="small")
     other = submit(org, user="language-researcher", queue="language-main", count=4, gpus=8, limit_s=900, name="other")
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     big = submit(org, count=4, gpus=8, at=T0 + 2, limit_s=600, name="big")
-    admission_cycle_run(now=T0 + 3)
+    reconcile_pass_run(now=T0 + 3)
     assert state(small) == JobState.RUNNING and state(other) == JobState.RUNNING
     big.refresh_from_db()
     assert big.state == JobState.PENDING
@@ -77,7 +77,7 @@ def test_a_gang_beyond_quota_and_free_gpus_waits_with_its_reason_while_smaller_j
 
     # Advance the clock past every running job's simulated duration: they succeed, the gang gets in.
     done_at = T0 + 1 + max(simulated_duration_s(job_id=j.pk, runtime_limit_s=j.runtime_limit_s) for j in (small, other)) + 1
-    result = admission_cycle_run(now=done_at)
+    result = reconcile_pass_run(now=done_at)
     assert sorted(result.finished) == sorted([small.pk, other.pk])
     assert result.admitted == [big.pk]
     assert state(small) == JobState.SUCCEEDED and state(big) == JobState.ADMITTED
@@ -88,7 +88,7 @@ def test_a_whole_node_gang_waits_on_fit_when_free_gpus_are_scattered(org):
     Node.objects.update(external_gpus=4)  # every node half used by pods Gangway does not manage
     whole = submit(org, count=1, gpus=8, name="whole-node")
     halves = submit(org, count=2, gpus=4, name="half-nodes", at=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 2)
     assert state(halves) == JobState.ADMITTED
     whole.refresh_from_db()
     assert whole.state == JobState.PENDING
@@ -101,7 +101,7 @@ def test_a_higher_priority_class_goes_first_within_a_queue(org):
         priority_class_create(actor=org["admin"], name=name, value=value)
     low = submit(org, count=4, gpus=8, priority_class="low", name="low")
     high = submit(org, count=4, gpus=8, priority_class="high", name="high", at=T0 + 5)
-    result = admission_cycle_run(now=T0 + 10)
+    result = reconcile_pass_run(now=T0 + 10)
     assert high.pk in result.admitted and low.pk not in result.admitted
 
 
@@ -109,7 +109,7 @@ def test_no_node_is_over_committed(org):
     for i in range(12):
         submit(org, user="vision-researcher" if i % 2 else "language-researcher",
                queue="vision-main" if i % 2 else "language-main", count=1 + i % 3, gpus=[1, 2, 4, 8][i % 4], at=T0 + i, name=f"j{i}")
-    admission_cycle_run(now=T0 + 20)
+    reconcile_pass_run(now=T0 + 20)
     from django.db.models import Sum
 
     for node in Node.objects.annotate(used=Sum("placements__gpus")):
@@ -118,9 +118,9 @@ def test_no_node_is_over_committed(org):
 
 def test_cancelling_a_running_job_suspends_its_gang(org):
     job = submit(org, count=2)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     job_cancel(user=org["vision-researcher"], job_id=job.pk)
-    result = admission_cycle_run(now=T0 + 2)
+    result = reconcile_pass_run(now=T0 + 2)
     assert result.suspended == [job.pk]
     job.refresh_from_db()
     assert job.state == JobState.CANCELLED and job.applied_generation == 0
@@ -143,11 +143,11 @@ class FlakyCluster(SimulatedCluster):
 def test_a_committed_admission_that_was_not_applied_is_released_by_the_next_pass(org):
     job = submit(org, count=2)
     cluster = FlakyCluster()
-    result = admission_cycle_run(now=T0 + 1, cluster=cluster)
+    result = reconcile_pass_run(now=T0 + 1, cluster=cluster)
     assert result.apply_failed == [job.pk] and result.released == []
     job.refresh_from_db()
     assert (job.state, job.admission_generation, job.applied_generation) == (JobState.ADMITTED, 1, 0)
-    result = admission_cycle_run(now=T0 + 2, cluster=cluster)
+    result = reconcile_pass_run(now=T0 + 2, cluster=cluster)
     assert result.released == [job.pk] and result.admitted == []
     job.refresh_from_db()
     assert job.applied_generation == 1 and job.admission_generation == 1
@@ -161,8 +161,8 @@ class NeverReadyCluster(SimulatedCluster):
 def test_a_gang_whose_pods_never_get_ready_is_evicted_and_requeued_with_backoff(org):
     job = submit(org, count=2)
     cluster = NeverReadyCluster()
-    admission_cycle_run(now=T0 + 1, cluster=cluster)
-    result = admission_cycle_run(now=T0 + 1 + 601, cluster=cluster)
+    reconcile_pass_run(now=T0 + 1, cluster=cluster)
+    result = reconcile_pass_run(now=T0 + 1 + 601, cluster=cluster)
     assert job.pk in result.evicted
     job.refresh_from_db()
     assert job.state == JobState.PENDING and job.evictions == 1 and job.backoff_until is not None
@@ -174,13 +174,13 @@ def test_a_gang_whose_pods_never_get_ready_is_evicted_and_requeued_with_backoff(
 
 def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_executes(org):
     borrower = submit(org, user="language-researcher", queue="language-main", count=8, gpus=8, limit_s=7200, name="borrower")
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
     assert state(borrower) == JobState.RUNNING
     borrower.refresh_from_db()
     assert borrower.is_borrowing
     owner = submit(org, count=2, gpus=8, at=T0 + 3, name="reclaimer")
-    result = admission_cycle_run(now=T0 + 4)
+    result = reconcile_pass_run(now=T0 + 4)
     assert result.admitted == []
     plan = PreemptionPlan.objects.get(job=owner)
     assert plan.status == PlanStatus.PROPOSED and plan.needs_approval
@@ -191,11 +191,11 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
     preempt = next(f for f in stored_explanation(owner)["fixes"] if f["action"] == "preempt")
     assert preempt["needs_approval"] and preempt["jobs"] == [borrower.pk] and "awaiting an admin's approval" in preempt["detail"]
 
-    admission_cycle_run(now=T0 + 5)  # the same plan again: still one open plan
+    reconcile_pass_run(now=T0 + 5)  # the same plan again: still one open plan
     assert PreemptionPlan.objects.filter(job=owner).count() == 1
 
     preemption_approve(actor=org["admin"], plan_id=plan.pk)
-    result = admission_cycle_run(now=T0 + 6)
+    result = reconcile_pass_run(now=T0 + 6)
     assert result.admitted == [owner.pk] and result.preempted == [borrower.pk]
     assert result.pending == 1, "the victim counts as pending again"
     plan.refresh_from_db()
@@ -211,8 +211,8 @@ def test_reclaiming_borrowed_quota_from_another_team_waits_for_an_admin_then_exe
 
 def test_usage_decays_and_accumulates_per_queue(org):
     submit(org, count=2)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 101)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 101)
     usage = QueueUsage.objects.get(queue__name="vision-main").usage_gpu_s
     assert usage == pytest.approx(16 * 100, rel=0.01)
     assert QueueUsage.objects.get(queue__name="language-main").usage_gpu_s == 0

@@ -8,7 +8,7 @@ from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.core.model import JobState
 from scheduling.models import JobEvent, Placement, PreemptionPlan, ReconcileState, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, job_cancel, job_submit, preemption_approve
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit, preemption_approve
 from tests.conftest import H100
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("every_plan_runs")]
@@ -41,7 +41,7 @@ def reasons(job) -> list[str]:
 def test_a_job_cancelled_between_snapshot_and_persist_stays_cancelled_and_the_lost_race_is_counted(org):
     job = submit(org)
 
-    result = admission_cycle_run(now=T0 + 1, cluster=CancelDuringThePass(org["vision-researcher"], [job.pk]))
+    result = reconcile_pass_run(now=T0 + 1, cluster=CancelDuringThePass(org["vision-researcher"], [job.pk]))
 
     job.refresh_from_db()
     assert (job.state, job.admission_generation, result.admitted, result.lost_races) == ("cancelled", 0, [], [job.pk])
@@ -55,10 +55,10 @@ def test_a_job_cancelled_between_snapshot_and_persist_stays_cancelled_and_the_lo
 def approved_reclaim(org):
     """Language borrows the whole fleet; vision's job reclaims its quota through a plan an admin approved."""
     borrower = submit(org, user="language-researcher", queue="language-main", name="borrower", count=8)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
     owner = submit(org, name="reclaimer", count=2, at=T0 + 3)
-    admission_cycle_run(now=T0 + 4)
+    reconcile_pass_run(now=T0 + 4)
     preemption_approve(actor=org["admin"], plan_id=PreemptionPlan.objects.get(job=owner).pk)
     return borrower, owner
 
@@ -66,7 +66,7 @@ def approved_reclaim(org):
 def test_an_admission_whose_job_was_cancelled_preempts_nobody(org, approved_reclaim):
     borrower, owner = approved_reclaim
 
-    result = admission_cycle_run(now=T0 + 6, cluster=CancelDuringThePass(org["vision-researcher"], [owner.pk]))
+    result = reconcile_pass_run(now=T0 + 6, cluster=CancelDuringThePass(org["vision-researcher"], [owner.pk]))
 
     assert (result.admitted, result.preempted, result.lost_races) == ([], [], [owner.pk])
     borrower.refresh_from_db()
@@ -77,7 +77,7 @@ def test_an_admission_whose_job_was_cancelled_preempts_nobody(org, approved_recl
 def test_a_victim_cancelled_during_the_pass_is_not_requeued_and_the_admission_still_stands(org, approved_reclaim):
     borrower, owner = approved_reclaim
 
-    result = admission_cycle_run(now=T0 + 6, cluster=CancelDuringThePass(org["language-researcher"], [borrower.pk]))
+    result = reconcile_pass_run(now=T0 + 6, cluster=CancelDuringThePass(org["language-researcher"], [borrower.pk]))
 
     assert (result.admitted, result.preempted, result.lost_races) == ([owner.pk], [], [borrower.pk])
     borrower.refresh_from_db()
@@ -87,10 +87,10 @@ def test_a_victim_cancelled_during_the_pass_is_not_requeued_and_the_admission_st
 
 def test_a_finished_job_keeps_no_placements_so_a_healthy_fleet_passes_the_invariants(org):
     job = submit(org, count=2)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
 
-    result = admission_cycle_run(now=T0 + 10_000)
+    result = reconcile_pass_run(now=T0 + 10_000)
 
     job.refresh_from_db()
     assert result.finished == [job.pk] and job.state == JobState.SUCCEEDED
@@ -100,13 +100,13 @@ def test_a_finished_job_keeps_no_placements_so_a_healthy_fleet_passes_the_invari
 
 def test_cancelling_a_running_job_frees_its_gpus_at_once_and_the_next_pass_suspends_it_for_good(org):
     job = submit(org, count=2)
-    admission_cycle_run(now=T0 + 1)
-    admission_cycle_run(now=T0 + 2)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
 
     job_cancel(user=org["vision-researcher"], job_id=job.pk)
     assert not Placement.objects.filter(job=job).exists()
-    admission_cycle_run(now=T0 + 3)
-    admission_cycle_run(now=T0 + 4)
+    reconcile_pass_run(now=T0 + 3)
+    reconcile_pass_run(now=T0 + 4)
 
     job.refresh_from_db()
     assert (job.state, job.applied_generation) == ("cancelled", 0)

@@ -7,7 +7,7 @@ import pytest
 
 from scheduling.models import GpuUsageSample, Job, QueueUsageRollup, Team, UsageRollup
 from scheduling.selectors import usage_over_time, usage_report
-from scheduling.services import admission_cycle_run, job_submit, usage_collect
+from scheduling.services import reconcile_pass_run, job_submit, usage_collect
 from scheduling.services.common import to_datetime
 from scheduling.usage import GpuUsageSample as Sample
 from scheduling.usage import UsageError
@@ -39,7 +39,7 @@ def busy_and_idle(org, settings):
     settings.GANGWAY_IDLE_GRACE_S = 120
     busy = submit(org, count=2, name="busy")
     idle = submit(org, user="language-researcher", queue="language-main", count=1, name="notebook")
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     source = fixed_util({busy.pk: 90.0, idle.pk: 4.0})
     for minute in range(3):
         usage_collect(now=T0 + 60 * (minute + 1), source=source)
@@ -48,7 +48,7 @@ def busy_and_idle(org, settings):
 
 def test_the_simulated_source_samples_every_allocated_gpu_with_its_job_and_team(org):
     job = submit(org, count=2)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
 
     result = usage_collect(now=T0 + 60)
 
@@ -99,7 +99,7 @@ def test_an_idle_job_stays_flagged_between_collections_with_a_grace_period_of_a_
 def test_the_minute_bucket_the_grace_period_starts_in_counts_toward_an_idle_jobs_mean(org, settings):
     settings.GANGWAY_IDLE_GRACE_S, settings.GANGWAY_IDLE_THRESHOLD_PERCENT = 60, 10
     job = submit(org, count=1)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     usage_collect(now=T0 + 60, source=fixed_util({job.pk: 0.0}))  # the bucket from T0 + 60, where the grace period starts
     usage_collect(now=T0 + 150, source=fixed_util({job.pk: 15.0}))  # the bucket from T0 + 120; grace period T0 + 90 .. 150
     assert [(a.job_id, a.mean_util_percent) for a in usage_report(user=org["admin"], now=T0 + 155).idle] == [(job.pk, 7.5)]
@@ -107,7 +107,7 @@ def test_the_minute_bucket_the_grace_period_starts_in_counts_toward_an_idle_jobs
 
 def test_each_collection_adds_a_minute_rollup_per_held_job_with_use_capped_at_allocation(org):
     job = submit(org, count=1)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     node = job.placements.get().node.name
 
     def twice_reported(at, allocations):  # a metrics source that reports every GPU twice at 100 %
@@ -171,7 +171,7 @@ def test_samples_older_than_the_window_do_not_count_and_old_ones_are_pruned(busy
 
 def test_prometheus_samples_are_matched_to_jobs_by_pod_name_and_node(org):
     job = submit(org, count=1, name="train")
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     Job.objects.filter(pk=job.pk).update(cluster_namespace="research", cluster_name="train")
     node = job.placements.get().node.name
 
@@ -252,5 +252,5 @@ def test_beat_collects_usage_every_minute_and_the_task_calls_the_service(org, se
     assert schedule["collect-usage"]["task"] == "scheduling.tasks.collect_usage"
     assert schedule["collect-usage"]["schedule"] == 60
     submit(org)
-    admission_cycle_run()
+    reconcile_pass_run()
     assert collect_usage.apply().get() == {"samples": 8, "attributed": 8, "pruned": 0}

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from scheduling.models import AuditRecord, Job, PreemptionPlan, QueueQuota
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 
 pytestmark = pytest.mark.browser
 
@@ -58,7 +58,7 @@ def test_a_researcher_submits_and_sees_the_admission_arrive_without_reloading(pa
     page.wait_for_selector("#job-state:text-is('pending')")
     page.evaluate("window.notReloaded = true")
 
-    admission_cycle_run()  # the worker's pass, as it happens a moment after the submission
+    reconcile_pass_run()  # the worker's pass, as it happens a moment after the submission
 
     page.wait_for_selector("#job-state:text-is('admitted')")  # htmx swapped the live part in
     assert page.evaluate("window.notReloaded") is True
@@ -88,7 +88,7 @@ def test_use_over_time_borrowing_and_history_charts_render_with_data_and_no_erro
     for team, pods in (("vision", 6), ("language", 1)):  # vision holds 48 GPUs on a nominal quota of 32: it borrows 16
         job_submit(user=org[f"{team}-researcher"], queue_name=f"{team}-main", flavor_name="H100-80GB", name=f"{team}-run",
                    pod_sets=[{"name": "worker", "count": pods, "gpus_per_pod": 8}], runtime_limit_s=3600)
-    admission_cycle_run()
+    reconcile_pass_run()
     for minutes_ago in (3, 2, 1):
         usage_collect(now=time.time() - 60 * minutes_ago)
     problems = []
@@ -146,11 +146,11 @@ def test_an_admin_approves_a_plan_after_the_confirmation_and_the_victims_event_n
 
     borrower = job_submit(user=org["language-researcher"], queue_name="language-main", flavor_name="H100-80GB", name="borrower",
                           pod_sets=[{"name": "worker", "count": 8, "gpus_per_pod": 8}], runtime_limit_s=7200)
-    admission_cycle_run()
-    admission_cycle_run()
+    reconcile_pass_run()
+    reconcile_pass_run()
     owner = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name="H100-80GB", name="reclaimer",
                        pod_sets=[{"name": "worker", "count": 2, "gpus_per_pod": 8}], runtime_limit_s=3600)
-    admission_cycle_run()
+    reconcile_pass_run()
     plan = PreemptionPlan.objects.get(job=owner)
 
     login(page, "admin")
@@ -165,7 +165,7 @@ def test_an_admin_approves_a_plan_after_the_confirmation_and_the_victims_event_n
     dialog.locator("button:has-text('Yes')").click()
     page.wait_for_selector(f"text=Plan {plan.pk} approved.")
     assert AuditRecord.objects.get(action="preemption.approve").comment == "deadline"
-    admission_cycle_run()  # the worker's next pass executes the approved plan
+    reconcile_pass_run()  # the worker's next pass executes the approved plan
 
     page.goto(f"/jobs/{borrower.pk}/")
     page.wait_for_selector(f"text=preempted by plan #{plan.pk} for job #{owner.pk}, approved by admin")
@@ -205,7 +205,7 @@ def test_the_placement_list_keeps_its_open_or_closed_state_across_live_refreshes
 
     job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name="H100-80GB", name="many-pods",
                      pod_sets=[{"name": "worker", "count": 12, "gpus_per_pod": 1}], runtime_limit_s=3600)
-    admission_cycle_run()
+    reconcile_pass_run()
     login(page, "vision-researcher")
     page.goto(f"/jobs/{job.pk}/")
     assert page.evaluate("document.getElementById('placement').open") is False  # 12 pods: folded at first

@@ -8,7 +8,7 @@ import pytest
 from scheduling.core.model import JobState
 from scheduling.models import IdleJob, Job, PreemptionPlan
 from scheduling.selectors import gaming_signals
-from scheduling.services import admission_cycle_run, job_cancel, priority_class_create, usage_collect
+from scheduling.services import reconcile_pass_run, job_cancel, priority_class_create, usage_collect
 from scheduling.snapshots import snapshot_build
 from scheduling.cluster.registry import get_cluster
 from tests.services.test_reconcile import T0, submit
@@ -23,11 +23,11 @@ def hoarder(org, settings):
     vision_busy = submit(org, count=2, name="vision-busy", limit_s=7200)
     hoard = submit(org, user="language-researcher", queue="language-main", count=2, name="hoard", limit_s=36000,
                    checkpoint_interval_s=None)
-    admission_cycle_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 1)
     language_busy = submit(org, user="language-researcher", queue="language-main", count=4, name="language-busy",
                            limit_s=7200, at=T0 + 2)
-    admission_cycle_run(now=T0 + 3)
-    admission_cycle_run(now=T0 + 4)
+    reconcile_pass_run(now=T0 + 3)
+    reconcile_pass_run(now=T0 + 4)
     source = fixed_util({vision_busy.pk: 92.0, hoard.pk: 3.0, language_busy.pk: 88.0})
     for minute in range(1, 6):
         usage_collect(now=T0 + 60 * minute, source=source)
@@ -45,7 +45,7 @@ def test_a_hoarding_job_is_flagged_idle_and_the_snapshot_carries_the_flag(hoarde
 
 def test_the_hoard_is_chosen_first_when_its_owner_needs_gpus_back(org, hoarder, every_plan_runs):
     reclaimer = submit(org, count=2, name="vision-reclaim", at=T0 + 302)
-    admission_cycle_run(now=T0 + 303)
+    reconcile_pass_run(now=T0 + 303)
     plan = PreemptionPlan.objects.get(job=reclaimer)
     assert list(plan.victims.values_list("name", flat=True)) == ["hoard"], "the idle job, not the busy borrower"
 
@@ -55,9 +55,9 @@ def test_the_hoard_is_chosen_even_when_its_team_borrows_nothing_and_the_plan_is_
     Job.objects.filter(name="language-busy").update(state=JobState.SUCCEEDED.value)
     Job.objects.get(name="language-busy").placements.all().delete()
     submit(org, count=4, name="vision-filler", at=T0 + 302)  # vision holds 48 of its 32: the cohort has nothing left to lend
-    admission_cycle_run(now=T0 + 303)
+    reconcile_pass_run(now=T0 + 303)
     vision_wide = submit(org, count=2, name="vision-wide", at=T0 + 304)
-    admission_cycle_run(now=T0 + 305)
+    reconcile_pass_run(now=T0 + 305)
     vision_wide.refresh_from_db()
     assert vision_wide.state == JobState.PENDING
     plan = PreemptionPlan.objects.get(job=vision_wide)
@@ -87,10 +87,10 @@ def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_unch
     placeholder = submit(org, user="language-researcher", queue="language-main", count=1, name="placeholder", at=T0)
     squatter = submit(org, user="language-researcher", queue="language-main", count=5, name="squatter", at=T0 + 1,
                       checkpoint_interval_s=None, limit_s=36000)
-    admission_cycle_run(now=T0 + 700)
-    admission_cycle_run(now=T0 + 701)
+    reconcile_pass_run(now=T0 + 700)
+    reconcile_pass_run(now=T0 + 701)
     job_cancel(user=org["language-researcher"], job_id=placeholder.pk)
-    admission_cycle_run(now=T0 + 702)
+    reconcile_pass_run(now=T0 + 702)
     squatter.refresh_from_db()
     assert squatter.is_borrowing and squatter.state == JobState.RUNNING
     by_team = {s.team: s for s in gaming_signals(now=T0 + 702 + 3600)}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+from django.db import connection
 from django.utils import timezone
 
-from scheduling.models import Job, JobEvent
-from scheduling.selectors.history import _percentile, queue_history
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.models import Job, JobEvent, Queue
+from scheduling.selectors.history import _events_between, _grouped_in_database, _grouped_in_python, _percentile, queue_history
+from scheduling.services import job_submit, reconcile_pass_run
 from tests.conftest import H100
 
 
@@ -22,7 +24,7 @@ def test_waits_admissions_and_preemptions_per_queue_and_day(client, org):
     jobs = [job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name=f"j{i}",
                        pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 8}], now=(now - dt.timedelta(minutes=m)).timestamp())
             for i, m in enumerate((10, 30))]
-    admission_cycle_run()
+    reconcile_pass_run()
     JobEvent.objects.create(job=jobs[0], from_state="running", to_state="preempted", reason="preempted")
 
     rows = queue_history(days=7)
@@ -32,3 +34,44 @@ def test_waits_admissions_and_preemptions_per_queue_and_day(client, org):
     client.force_login(org["language-lead"])
     page = client.get("/history/").content.decode()
     assert 'id="history-data"' in page and "<td>vision-main</td><td>2</td>" in page and Job.objects.count() == 2
+
+
+def test_postgresql_groups_and_takes_the_same_nearest_rank_percentiles_as_python(org):
+    if connection.vendor != "postgresql":
+        pytest.skip("percentile_disc is PostgreSQL's; SQLite takes the Python path only")
+    now = timezone.now()
+    for i, minutes in enumerate((1, 4, 9, 16, 25, 36, 49)):
+        job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name=f"w{i}",
+                         pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 1}],
+                         now=(now - dt.timedelta(minutes=minutes)).timestamp())
+        JobEvent.objects.create(job=job, from_state="pending", to_state="admitted", reason="admitted")
+        if i % 3 == 0:
+            JobEvent.objects.create(job=job, from_state="running", to_state="preempted", reason="preempted")
+    names = dict(Queue.objects.values_list("pk", "name"))
+
+    today = timezone.now().astimezone(dt.timezone.utc).date()
+    week = (today - dt.timedelta(days=6), today + dt.timedelta(days=1))
+    in_database = _grouped_in_database(_events_between(*week), names)
+
+    assert in_database == _grouped_in_python(_events_between(*week), names)
+    assert [(r.admissions, r.preemptions, round(r.p95_wait_s / 60)) for r in in_database] == [(7, 3, 49)]
+
+
+def test_an_ended_day_is_read_once_and_today_always(org, django_assert_num_queries):
+    from django.core.cache import cache
+
+    cache.clear()
+    now = timezone.now()
+    yesterday = now - dt.timedelta(days=1)
+    job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="old",
+                     pod_sets=[{"name": "w", "count": 1, "gpus_per_pod": 1}], now=(yesterday - dt.timedelta(minutes=5)).timestamp())
+    JobEvent.objects.filter(job=job).update(created_at=yesterday)
+    JobEvent.objects.create(job=job, from_state="pending", to_state="admitted", reason="admitted")
+    JobEvent.objects.filter(job=job, to_state="admitted").update(created_at=yesterday)
+    assert [(r.day, r.admissions) for r in queue_history(days=7)] == [(yesterday.astimezone(dt.timezone.utc).date(), 1)]
+
+    JobEvent.objects.create(job=job, from_state="running", to_state="preempted", reason="preempted")
+    with django_assert_num_queries(2):  # the queues' names and today's events
+        rows = queue_history(days=7)
+
+    assert [(r.admissions, r.preemptions) for r in rows] == [(1, 0), (0, 1)]

@@ -9,7 +9,7 @@ import pytest
 
 from scheduling.models import Job, PreemptionPlan
 from scheduling.models.preemption import PlanStatus
-from scheduling.services import admission_cycle_run, job_cancel, job_submit, usage_collect
+from scheduling.services import reconcile_pass_run, job_cancel, job_submit, usage_collect
 from tests.api.test_endpoints import _plan
 from tests.conftest import H100
 
@@ -38,7 +38,7 @@ def test_a_pending_job_page_refreshes_until_the_job_is_final_and_then_stops(brow
     page = client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
     assert 'id="job-live"' in page and "every 3s" in page and 'id="job-state">pending' in page
 
-    admission_cycle_run()
+    reconcile_pass_run()
     assert 'id="job-state">admitted' in client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
 
     job_cancel(user=org["vision-researcher"], job_id=job.pk)
@@ -57,7 +57,7 @@ def test_cancel_is_offered_only_to_those_who_may_cancel_and_asks_first(browser_a
 
 def test_the_use_over_time_fragment_per_grouping_and_window_and_on_the_job_page(browser_as, org):
     job = submit(org)
-    admission_cycle_run()
+    reconcile_pass_run()
     usage_collect(now=time.time() - 30)
     client = browser_as("language-lead")
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from scheduling.models import Job, QueueQuota, TeamAllotment
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 from portal.staticfinders import vendored_path
 from tests.conftest import H100, stored_explanation
 
@@ -50,7 +50,7 @@ def test_submit_through_the_form_then_see_it_in_the_list_and_detail(browser_as):
     job = Job.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert b"web-job" in client.get("/").content
-    admission_cycle_run()
+    reconcile_pass_run()
     detail = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "admitted" in detail and "gpu-r1-n1" in detail or "gpu-r2-n1" in detail
 
@@ -92,7 +92,7 @@ def test_a_pending_job_page_explains_why(browser_as):
     client = browser_as("vision-researcher")
     client.post("/jobs/new/", form(pod_sets=[("worker", 8, 8)]))
     client.post("/jobs/new/", form(name="second", pod_sets=[("worker", 1, 8)]))
-    admission_cycle_run()
+    reconcile_pass_run()
     pending = Job.objects.get(state="pending")
     page = client.get(f"/jobs/{pending.pk}/").content.decode()
     assert "Why is it pending?" in page and stored_explanation(pending)["blocking"] in page

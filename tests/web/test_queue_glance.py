@@ -4,7 +4,7 @@ borrows from whom; the reader's own team first; the edit forms below the picture
 from __future__ import annotations
 
 from scheduling.selectors.glance import queue_glance
-from scheduling.services import admission_cycle_run, job_submit
+from scheduling.services import reconcile_pass_run, job_submit
 from tests.conftest import H100
 
 
@@ -15,9 +15,9 @@ def submit(org, user, queue, pods, name):
 
 def test_a_borrowing_queue_and_its_lender_split_their_quota_into_the_four_parts(org):
     submit(org, "vision-researcher", "vision-main", 6, "wide")  # 48 GPUs on a nominal of 32: borrows 16
-    admission_cycle_run()
+    reconcile_pass_run()
     submit(org, "language-researcher", "language-main", 4, "waits")
-    admission_cycle_run()  # pending GPUs as the pass counts them (a submission asks for a pass at once)
+    reconcile_pass_run()  # pending GPUs as the pass counts them (a submission asks for a pass at once)
 
     glances, borrowing = queue_glance(user=org["language-researcher"])
 
@@ -32,7 +32,7 @@ def test_a_borrowing_queue_and_its_lender_split_their_quota_into_the_four_parts(
 
 def test_the_queue_page_shows_the_picture_before_the_edit_forms(client, org):
     submit(org, "vision-researcher", "vision-main", 6, "wide")
-    admission_cycle_run()
+    reconcile_pass_run()
     client.force_login(org["vision-lead"])
     page = client.get("/queues/").content.decode()
     assert page.index('id="glance-vision-main"') < page.index('id="glance-language-main"') < page.index('name="nominal"')

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from scheduling.selectors.borrowing import borrowing_over_time, share_lending
-from scheduling.services import admission_cycle_run, job_submit, queue_update, usage_collect
+from scheduling.services import reconcile_pass_run, job_submit, queue_update, usage_collect
 from tests.conftest import H100
 from tests.usage.test_usage_store import fixed_util
 
@@ -20,7 +20,7 @@ def borrow_and_collect(org, *, minutes: int = 3, util_percent: float = 80.0):
     now = time.time()
     job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="wide-vision-run",
                      pod_sets=[{"name": "worker", "count": 6, "gpus_per_pod": 8}], runtime_limit_s=7200, now=now - 60 * minutes - 30)
-    admission_cycle_run(now=now - 60 * minutes - 20)
+    reconcile_pass_run(now=now - 60 * minutes - 20)
     for minutes_ago in range(minutes, 0, -1):
         usage_collect(now=now - 60 * minutes_ago, source=fixed_util({job.pk: util_percent}))
     return job

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping
 
-from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadRef, WorkloadStatus
-from scheduling.core.model import Node, PodSet
+from scheduling.cluster.base import Cluster, DiscoveredWorkload, GangRelease, WorkloadRef, WorkloadSpec, WorkloadStatus
+from scheduling.core.model import Node
 
 from . import pods as pod_util
 from .api import KubeApi
@@ -17,8 +17,11 @@ from .names import MANAGED_LABEL
 from .nodes import nodes_from_objects
 
 
-class KubernetesCluster:
-    """Reads nodes, pods and workloads of every kind; releases, pins and suspends gangs. Every call goes to the API."""
+class KubernetesCluster(Cluster):
+    """Reads nodes, pods and workloads of every kind; releases, pins and suspends gangs; creates the Job of a job
+    submitted with a pod template. Every call goes to the API."""
+
+    creates_workloads = True
 
     def __init__(
         self,
@@ -101,32 +104,11 @@ class KubernetesCluster:
     def suspend(self, workload: WorkloadRef, now: float) -> None:
         gangs.suspend(self.api, workload)
 
-    def create_workload(
-        self,
-        *,
-        namespace: str,
-        name: str,
-        queue: str,
-        pod_template: Mapping,
-        pod_sets: Sequence[PodSet],
-        flavor: str | None = None,
-        priority: int = 0,
-        topology_required: str | None = None,
-        topology_preferred: str | None = None,
-        runtime_limit_s: int | None = None,
-        checkpoint_interval_s: int | None = None,
-        is_preemptible: bool = True,
-        job_id: int | None = None,
-        priority_class: str | None = None,
-    ) -> WorkloadRef:
+    def create_workload(self, *, namespace: str, name: str, spec: WorkloadSpec, pod_template: Mapping,
+                        job_id: int | None = None) -> WorkloadRef:
         """Create a suspended, gated, Indexed Job for a job submitted through Gangway; idempotent per job id."""
-        body = batch_job.build_job(
-            namespace=namespace, name=name, queue=queue, pod_template=pod_template, pod_sets=pod_sets,
-            flavor=flavor, flavor_label=self.settings.flavor_label, priority=priority,
-            topology_required=topology_required, topology_preferred=topology_preferred,
-            runtime_limit_s=runtime_limit_s, checkpoint_interval_s=checkpoint_interval_s,
-            is_preemptible=is_preemptible, job_id=job_id, priority_class=priority_class,
-        )
+        body = batch_job.build_job(namespace=namespace, name=name, spec=spec, pod_template=pod_template,
+                                   flavor_label=self.settings.flavor_label, job_id=job_id)
         return batch_job.create(self.api, body, job_id=job_id)
 
 

@@ -214,10 +214,6 @@ class ClusterWatcher:
                 thread.join(0.05)
         self._threads = []
 
-    @property
-    def is_stopped(self) -> bool:
-        return self._stop.is_set()
-
     def _flush_loop(self) -> None:
         while not self._stop.wait(self.flush_interval_s):
             try:

@@ -46,10 +46,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         name = options["bench"]
-        if name == "live":
-            return self._live(options)
-        if name == "submit-load":
-            return self._submit_load(options)
+        if name in ("live", "submit-load"):
+            _require_migrated()
+            return self._live(options) if name == "live" else self._submit_load(options)
         if name == "cycle":
             from scheduling.benchmarks import cycle
 
@@ -164,3 +163,14 @@ def _table(figures: dict, indent: str = "") -> str:
         else:
             lines.append(f"{indent}{key:<40} {value}")
     return "\n".join(lines)
+
+
+def _require_migrated() -> None:
+    """The live benchmarks build in the configured database: a fresh one needs its tables first."""
+    from django.db import DEFAULT_DB_ALIAS, connections
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        name = connections[DEFAULT_DB_ALIAS].settings_dict["NAME"]
+        raise CommandError(f"database {name} is not migrated: run `manage.py migrate` with the same DATABASE_URL first")

@@ -5,7 +5,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 from scheduling.tasks import reconcile_lock
 
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         interval = interval or settings.GANGWAY_RECONCILE_INTERVAL_S
         while True:
             with reconcile_lock() as acquired:
-                result = admission_cycle_run() if acquired else None
+                result = reconcile_pass_run() if acquired else None
             if result is None:
                 self.stdout.write("skipped: another reconcile pass holds the lock")
             else:

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from scheduling.services import admission_cycle_run, usage_collect
+from scheduling.services import reconcile_pass_run, usage_collect
 from scheduling.services.demo import demo_backlog_seed, demo_seed
 
 
@@ -15,9 +15,9 @@ class Command(BaseCommand):
     def handle(self, *args, no_reconcile: bool, **options):
         result = demo_seed()
         if not no_reconcile:
-            admission_cycle_run()  # admits and releases the first jobs: the fleet is busy now
+            reconcile_pass_run()  # admits and releases the first jobs: the fleet is busy now
             result.jobs_created += demo_backlog_seed()  # a block-sized gang arrives and has to wait
-            admission_cycle_run()  # sees the first gangs running; explains what waits
+            reconcile_pass_run()  # sees the first gangs running; explains what waits
             usage_collect()  # the first minute of GPU use: the pages show use, and idle allocations after the grace period
         self.stdout.write(self.style.SUCCESS(f"demo seeded ({result.jobs_created} jobs submitted)"))
         self.stdout.write("logins (password for all: gangway): " + ", ".join(name for name, _ in result.users))

@@ -15,7 +15,7 @@ from scheduling.cluster.registry import WatchedCluster, get_cluster
 from scheduling.core.model import JobState
 from scheduling.models import Cohort, FleetSettings, Flavor, Job, JobEvent, Membership, Node, Queue, QueueQuota, QueueUsage, Role, Team, WorkloadRejection
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run, cluster_workloads_sync, job_cancel
+from scheduling.services import reconcile_pass_run, cluster_workloads_sync, job_cancel
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -118,7 +118,7 @@ def test_a_discovered_gang_is_released_on_pinned_pods_then_runs_then_is_suspende
     assert job.submitted_at.isoformat() == "2025-01-01T00:00:00+00:00"
     watched = WatchedCluster(cluster)
 
-    result = admission_cycle_run(now=T0, cluster=watched)
+    result = reconcile_pass_run(now=T0, cluster=watched)
 
     assert result.admitted == result.released == [job.pk]
     job.refresh_from_db()
@@ -131,11 +131,11 @@ def test_a_discovered_gang_is_released_on_pinned_pods_then_runs_then_is_suspende
 
     # The Job controller creates the gated pods one by one; each pass pins what exists, ungates none early.
     fake.create_job_pod(NS, "llama-70b", 0)
-    admission_cycle_run(now=T0 + 1, cluster=watched)
+    reconcile_pass_run(now=T0 + 1, cluster=watched)
     [pod] = job_pods(fake)
     assert pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] == placement[0] and gates(pod) == ["gangway.dev/admission"]
     fake.create_job_pod(NS, "llama-70b", 1)
-    admission_cycle_run(now=T0 + 2, cluster=watched)
+    reconcile_pass_run(now=T0 + 2, cluster=watched)
     pods = job_pods(fake)
     assert {int(p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]): p["spec"]["nodeSelector"]["kubernetes.io/hostname"]
             for p in pods} == placement
@@ -143,12 +143,12 @@ def test_a_discovered_gang_is_released_on_pinned_pods_then_runs_then_is_suspende
 
     for pod in pods:
         fake.run_pod(NS, pod["metadata"]["name"])
-    result = admission_cycle_run(now=T0 + 3, cluster=watched)
+    result = reconcile_pass_run(now=T0 + 3, cluster=watched)
     assert result.started == [job.pk]
     assert invariant_violations(cluster=watched) == []
 
     job_cancel(user=make_user("boss", is_admin=True), job_id=job.pk)
-    result = admission_cycle_run(now=T0 + 4, cluster=watched)
+    result = reconcile_pass_run(now=T0 + 4, cluster=watched)
     assert result.suspended == [job.pk]
     assert fake.get("jobs", NS, "llama-70b")["spec"]["suspend"] is True
     assert invariant_violations(cluster=watched) == []
@@ -162,10 +162,10 @@ def test_a_gang_whose_pods_never_get_ready_is_evicted_and_its_job_suspended(fake
     watch_once()
     job = Job.objects.get()
     watched = WatchedCluster(cluster)
-    admission_cycle_run(now=T0, cluster=watched)
+    reconcile_pass_run(now=T0, cluster=watched)
     assert fake.get("jobs", NS, "llama-70b")["spec"]["suspend"] is False
 
-    result = admission_cycle_run(now=T0 + 61, cluster=watched)
+    result = reconcile_pass_run(now=T0 + 61, cluster=watched)
 
     assert result.evicted == [job.pk] and result.suspended == [job.pk]
     job.refresh_from_db()
@@ -240,7 +240,7 @@ def test_a_job_submitted_through_the_api_with_a_pod_template_is_created_in_the_c
     assert Job.objects.count() == 1, "discovering the Job Gangway created does not make a second job"
 
     # The pass releases it through the adapter the registry builds from the same environment.
-    result = admission_cycle_run(now=T0)
+    result = reconcile_pass_run(now=T0)
     assert result.released == [job_id]
     assert fake.get("jobs", NS, f"llama-pretrain-{job_id}")["spec"]["suspend"] is False
     assert isinstance(get_cluster(), WatchedCluster)
@@ -260,7 +260,7 @@ def test_a_job_with_a_pod_template_whose_creation_was_lost_is_created_by_the_pas
                      pod_template={"spec": {"containers": [{"name": "train", "image": "busybox"}]}})
     assert fake.list("jobs", NS) == []
 
-    result = admission_cycle_run(now=T0)
+    result = reconcile_pass_run(now=T0)
 
     assert result.released == [job.pk]
     assert fake.get("jobs", NS, job.cluster_name)["spec"]["suspend"] is False

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from k8s_builders import a_container, a_training_job
-from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadStatus
+from scheduling.cluster.base import DiscoveredWorkload, GangRelease, WorkloadPhase, WorkloadRef, WorkloadSpec, WorkloadStatus
 from scheduling.cluster.kubernetes import ClusterError
 from scheduling.core.model import PodPlacement, PodSet
 
@@ -50,15 +50,17 @@ def test_a_labelled_suspended_indexed_job_is_discovered_with_its_gang_shape(fake
         DiscoveredWorkload(
             namespace=NS,
             name="llama-70b",
-            queue="vision",
-            flavor="NVIDIA-H100-80GB-HBM3",
-            pod_sets=(PodSet(name="main", count=4, gpus_per_pod=8),),
-            priority=100,
-            topology_required="example.com/block",
-            topology_preferred="example.com/rack",
-            runtime_limit_s=86400,
-            checkpoint_interval_s=1800,
-            is_preemptible=False,
+            spec=WorkloadSpec(
+                queue="vision",
+                flavor="NVIDIA-H100-80GB-HBM3",
+                pod_sets=(PodSet(name="main", count=4, gpus_per_pod=8),),
+                priority=100,
+                topology_required="example.com/block",
+                topology_preferred="example.com/rack",
+                runtime_limit_s=86400,
+                checkpoint_interval_s=1800,
+                is_preemptible=False,
+            ),
             annotations={
                 "gangway.dev/priority": "100",
                 "gangway.dev/topology-required": "example.com/block",
@@ -95,7 +97,7 @@ def test_flavor_falls_back_to_the_node_selector_and_defaults_apply(fake, cluster
 
     [workload] = cluster.list_workloads()
 
-    assert (workload.flavor, workload.pod_sets, workload.priority, workload.is_preemptible, workload.runtime_limit_s) == (
+    assert (workload.spec.flavor, workload.spec.pod_sets, workload.spec.priority, workload.spec.is_preemptible, workload.spec.runtime_limit_s) == (
         "NVIDIA-A100-SXM4-80GB", (PodSet("main", 2, 4),), 0, True, None)
 
 
@@ -281,11 +283,9 @@ def test_statuses_follow_the_gang_from_starting_to_running_to_done(fake, cluster
 def test_a_job_submitted_through_gangway_is_created_suspended_gated_and_indexed(fake, cluster):
     template = {"metadata": {"labels": {"app": "resnet"}}, "spec": {"containers": [a_container(0)]}}
 
-    ref = cluster.create_workload(
-        namespace=NS, name="resnet-42", queue="vision", pod_template=template,
-        pod_sets=[PodSet("main", 4, 8)], flavor="NVIDIA-H100-80GB-HBM3", priority=5,
-        topology_required="example.com/rack", runtime_limit_s=3600, job_id=42,
-    )
+    spec = WorkloadSpec(queue="vision", flavor="NVIDIA-H100-80GB-HBM3", pod_sets=(PodSet("main", 4, 8),), priority=5,
+                        topology_required="example.com/rack", runtime_limit_s=3600)
+    ref = cluster.create_workload(namespace=NS, name="resnet-42", spec=spec, pod_template=template, job_id=42)
 
     assert ref == WorkloadRef(job_id=42, generation=0, namespace=NS, name="resnet-42")
     job = fake.get("jobs", NS, "resnet-42")
@@ -296,13 +296,11 @@ def test_a_job_submitted_through_gangway_is_created_suspended_gated_and_indexed(
     assert pod_spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert template["spec"].get("schedulingGates") is None, "the caller's template was modified"
     [workload] = cluster.list_workloads()
-    assert (workload.queue, workload.pod_sets, workload.priority, workload.topology_required, workload.runtime_limit_s) == (
+    assert (workload.spec.queue, workload.spec.pod_sets, workload.spec.priority, workload.spec.topology_required, workload.spec.runtime_limit_s) == (
         "vision", (PodSet("main", 4, 8),), 5, "example.com/rack", 3600)
     assert workload.annotations["gangway.dev/job-id"] == "42"
 
     # Created again after a crash: the same job, no error; someone else's job of that name: an error.
-    assert cluster.create_workload(namespace=NS, name="resnet-42", queue="vision", pod_template=template,
-                                   pod_sets=[PodSet("main", 4, 8)], job_id=42) == ref
+    assert cluster.create_workload(namespace=NS, name="resnet-42", spec=spec, pod_template=template, job_id=42) == ref
     with pytest.raises(ClusterError, match="already exists"):
-        cluster.create_workload(namespace=NS, name="resnet-42", queue="vision", pod_template=template,
-                                pod_sets=[PodSet("main", 4, 8)], job_id=43)
+        cluster.create_workload(namespace=NS, name="resnet-42", spec=spec, pod_template=template, job_id=43)

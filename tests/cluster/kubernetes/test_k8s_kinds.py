@@ -74,7 +74,7 @@ def test_each_kind_is_discovered_as_one_gang_of_its_roles(fake, cluster, resourc
 
     [found] = cluster.list_workloads()
 
-    assert (found.kind, found.name, found.queue, found.pod_sets, found.tolerations, found.priority_class) == expected
+    assert (found.kind, found.name, found.spec.queue, found.spec.pod_sets, found.tolerations, found.spec.priority_class) == expected
 
 
 def test_a_toleration_only_some_roles_hold_does_not_make_the_gang_tolerate_the_taint(fake, cluster):

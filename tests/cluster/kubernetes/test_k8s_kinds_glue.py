@@ -13,7 +13,7 @@ from scheduling.cluster.registry import WatchedCluster
 from scheduling.core.model import JobState
 from scheduling.models import Job, Membership, Role, Team, TeamNamespace, WorkloadRejection
 from scheduling.selectors.invariants import invariant_violations
-from scheduling.services import admission_cycle_run
+from scheduling.services import reconcile_pass_run
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -114,7 +114,7 @@ def test_each_kind_is_discovered_admitted_in_one_rack_released_together_evicted_
     watched = WatchedCluster(cluster)
 
     # 2. Admitted onto nodes of one rack, the workload released with its placement.
-    result = admission_cycle_run(now=T0, cluster=watched)
+    result = reconcile_pass_run(now=T0, cluster=watched)
     assert result.admitted == result.released == [job.pk]
     placement = {(p.pod_set.name, p.pod_index): p.node.name for p in job.placements.select_related("node", "pod_set")}
     assert len(placement) == sum(count for count, _ in shape.values())
@@ -123,21 +123,21 @@ def test_each_kind_is_discovered_admitted_in_one_rack_released_together_evicted_
     # 3. Its controller makes the gated pods; the pass pins every one and removes all gates together.
     pods = controller(fake)
     assert all(gates(p) == ["gangway.dev/admission"] for p in pods)
-    admission_cycle_run(now=T0 + 1, cluster=watched)
+    reconcile_pass_run(now=T0 + 1, cluster=watched)
     pods = controller(fake)
     assert sorted(pinned(p) for p in pods) == sorted(placement.values())
     assert all(gates(p) == [] for p in pods)
     assert invariant_violations(cluster=watched) == []
 
     # 4. Never ready in time: evicted, the workload suspended, the job requeued; readmitted after its backoff.
-    result = admission_cycle_run(now=T0 + 61, cluster=watched)
+    result = reconcile_pass_run(now=T0 + 61, cluster=watched)
     assert result.evicted == result.suspended == [job.pk]
     job.refresh_from_db()
     assert (job.state, job.evictions, job.applied_generation) == (JobState.PENDING, 1, 0)
     assert controller(fake, released=False) == []
     watch_once()
     assert Job.objects.count() == 1, "suspended again, the workload is the same job"
-    result = admission_cycle_run(now=T0 + 10_000, cluster=watched)
+    result = reconcile_pass_run(now=T0 + 10_000, cluster=watched)
     assert result.released == [job.pk]
     job.refresh_from_db()
     assert (job.state, job.admission_generation, job.applied_generation) == (JobState.ADMITTED, 2, 2)
@@ -154,14 +154,14 @@ def test_a_jobset_admission_committed_but_not_applied_is_released_by_the_next_pa
     # The API server fails every attempt of the release patch: the pass has committed the admission, not applied it.
     fake.fail("PATCH", "/jobsets/llama-jobset", 503, times=cluster.settings.retry_attempts)
 
-    result = admission_cycle_run(now=T0, cluster=watched)
+    result = reconcile_pass_run(now=T0, cluster=watched)
 
     assert result.admitted == result.apply_failed == [job.pk] and result.released == []
     job.refresh_from_db()
     assert (job.state, job.admission_generation, job.applied_generation) == (JobState.ADMITTED, 1, 0)
     assert fake.get("jobsets", NS, "llama-jobset")["spec"]["suspend"] is True
 
-    result = admission_cycle_run(now=T0 + 1, cluster=watched)
+    result = reconcile_pass_run(now=T0 + 1, cluster=watched)
 
     assert result.released == [job.pk] and result.admitted == []
     job.refresh_from_db()
@@ -171,7 +171,7 @@ def test_a_jobset_admission_committed_but_not_applied_is_released_by_the_next_pa
     # Replayed again (a pass that applied but died before recording it): the JobSet is not patched twice.
     version = jobset["metadata"]["resourceVersion"]
     Job.objects.filter(pk=job.pk).update(applied_generation=0)
-    assert admission_cycle_run(now=T0 + 2, cluster=watched).released == [job.pk]
+    assert reconcile_pass_run(now=T0 + 2, cluster=watched).released == [job.pk]
     assert fake.get("jobsets", NS, "llama-jobset")["metadata"]["resourceVersion"] == version
 
 
@@ -228,7 +228,7 @@ def test_a_submitted_pod_template_keeps_its_tolerations_and_goes_to_the_teams_na
     assert Job.objects.get().tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "", "effect": "NoSchedule"}]
 
     # Every node is tainted: without the template's toleration the job would never be admitted.
-    result = admission_cycle_run(now=T0)
+    result = reconcile_pass_run(now=T0)
 
     assert result.released == [job.pk]
     assert fake.get("jobs", "vision-jobs", job.cluster_name)["spec"]["suspend"] is False

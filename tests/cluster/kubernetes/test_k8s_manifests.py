@@ -122,7 +122,7 @@ def test_the_example_training_job_is_discovered_as_a_gang_of_four_pods_of_eight_
 
     workload = batch_job.discover(job, settings)
 
-    assert (workload.queue, workload.flavor, workload.pod_sets) == ("vision", "NVIDIA-H100-80GB-HBM3", (PodSet("main", 4, 8),))
+    assert (workload.spec.queue, workload.spec.flavor, workload.spec.pod_sets) == ("vision", "NVIDIA-H100-80GB-HBM3", (PodSet("main", 4, 8),))
     assert job["spec"]["template"]["spec"]["schedulingGates"] == [{"name": "gangway.dev/admission"}]
 
 
@@ -131,7 +131,7 @@ def test_the_example_jobset_is_one_gang_of_a_launcher_and_eight_workers():
 
     workload = jobset.discover(doc, KubernetesSettings())
 
-    assert (workload.kind, workload.queue, workload.flavor, workload.pod_sets) == (
+    assert (workload.kind, workload.spec.queue, workload.spec.flavor, workload.spec.pod_sets) == (
         "JobSet", "vision", "NVIDIA-H100-80GB-HBM3", (PodSet("launcher", 1, 0), PodSet("workers", 8, 8)))
     assert workload.tolerations, "every role tolerates the GPU taint, so the gang may go to GPU nodes"
 
@@ -141,7 +141,7 @@ def test_the_example_pytorchjob_is_one_gang_of_a_master_and_seven_workers_in_its
 
     workload = pytorchjob.discover(doc, KubernetesSettings())
 
-    assert (workload.kind, workload.queue, workload.priority_class, workload.pod_sets) == (
+    assert (workload.kind, workload.spec.queue, workload.spec.priority_class, workload.spec.pod_sets) == (
         "PyTorchJob", "vision", "high", (PodSet("master", 1, 8), PodSet("worker", 7, 8)))
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import copy
-from typing import Mapping, Sequence
+from typing import Mapping
 
-from scheduling.cluster.base import DiscoveredWorkload, WorkloadPhase, WorkloadRef
-from scheduling.core.model import PodSet
+from scheduling.cluster.base import DiscoveredWorkload, WorkloadPhase, WorkloadRef, WorkloadSpec
 
 from .. import pods as pod_util
 from ..api import ClusterError, ConflictError, KubeApi, ResourceRef
@@ -91,39 +90,24 @@ def placement_of(job: Mapping) -> dict[tuple[str, int], str]:
 # --- creation from a Gangway submission ---------------------------------------------------------
 
 
-def build_job(
-    *,
-    namespace: str,
-    name: str,
-    queue: str,
-    pod_template: Mapping,
-    pod_sets: Sequence[PodSet],
-    flavor: str | None,
-    flavor_label: str,
-    priority: int = 0,
-    topology_required: str | None = None,
-    topology_preferred: str | None = None,
-    runtime_limit_s: int | None = None,
-    checkpoint_interval_s: int | None = None,
-    is_preemptible: bool = True,
-    job_id: int | None = None,
-    priority_class: str | None = None,
-    backoff_limit: int = 0,
-) -> dict:
-    """A suspended, gated, Indexed Job running `pod_template` as the gang described by `pod_sets`."""
-    if len(pod_sets) != 1:
-        raise ClusterError(f"a batch/v1 Job holds exactly one pod set, not {len(pod_sets)}")
-    pod_set = pod_sets[0]
+def build_job(*, namespace: str, name: str, spec: WorkloadSpec, pod_template: Mapping, flavor_label: str,
+              job_id: int | None = None, backoff_limit: int = 0) -> dict:
+    """A suspended, gated, Indexed Job running `pod_template` as the gang `spec` describes; its annotations carry the
+    spec, so discovery reads the same gang back."""
+    if len(spec.pod_sets) != 1:
+        raise ClusterError(f"a batch/v1 Job holds exactly one pod set, not {len(spec.pod_sets)}")
+    pod_set = spec.pod_sets[0]
+    flavor = spec.flavor
     template = copy.deepcopy(dict(pod_template))
     template.setdefault("metadata", {})
-    spec = template.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Never")
-    gates = [g for g in spec.get("schedulingGates") or () if g.get("name") != ADMISSION_GATE]
-    spec["schedulingGates"] = [*gates, {"name": ADMISSION_GATE}]
-    containers = spec.get("containers") or []
+    pod_spec = template.setdefault("spec", {})
+    pod_spec.setdefault("restartPolicy", "Never")
+    gates = [g for g in pod_spec.get("schedulingGates") or () if g.get("name") != ADMISSION_GATE]
+    pod_spec["schedulingGates"] = [*gates, {"name": ADMISSION_GATE}]
+    containers = pod_spec.get("containers") or []
     if not containers:
         raise ClusterError(f"job {namespace}/{name}: the pod template has no containers")
-    if pod_util.pod_spec_gpus(spec) != pod_set.gpus_per_pod:
+    if pod_util.pod_spec_gpus(pod_spec) != pod_set.gpus_per_pod:
         # The template is the truth the kubelet sees; make it agree with what Gangway accounts for.
         resources = containers[0].setdefault("resources", {})
         others = pod_util.pod_spec_gpus({"containers": containers[1:]})
@@ -131,18 +115,18 @@ def build_job(
         resources.setdefault("limits", {})[GPU_RESOURCE] = gpus
         resources.setdefault("requests", {})[GPU_RESOURCE] = gpus
     if flavor:
-        spec.setdefault("nodeSelector", {})[flavor_label] = flavor
-    annotations = {PRIORITY_ANNOTATION: str(priority), PREEMPTIBLE_ANNOTATION: str(is_preemptible).lower()}
+        pod_spec.setdefault("nodeSelector", {})[flavor_label] = flavor
+    annotations = {PRIORITY_ANNOTATION: str(spec.priority), PREEMPTIBLE_ANNOTATION: str(spec.is_preemptible).lower()}
     optional = {
         FLAVOR_ANNOTATION: flavor,
-        TOPOLOGY_REQUIRED_ANNOTATION: topology_required,
-        TOPOLOGY_PREFERRED_ANNOTATION: topology_preferred,
-        RUNTIME_LIMIT_ANNOTATION: runtime_limit_s,
-        CHECKPOINT_INTERVAL_ANNOTATION: checkpoint_interval_s,
+        TOPOLOGY_REQUIRED_ANNOTATION: spec.topology_required,
+        TOPOLOGY_PREFERRED_ANNOTATION: spec.topology_preferred,
+        RUNTIME_LIMIT_ANNOTATION: spec.runtime_limit_s,
+        CHECKPOINT_INTERVAL_ANNOTATION: spec.checkpoint_interval_s,
         JOB_ID_ANNOTATION: job_id,
     }
     annotations.update({k: str(v) for k, v in optional.items() if v not in (None, "")})
-    labels = {QUEUE_LABEL: queue, **({PRIORITY_CLASS_LABEL: priority_class} if priority_class else {})}
+    labels = {QUEUE_LABEL: spec.queue, **({PRIORITY_CLASS_LABEL: spec.priority_class} if spec.priority_class else {})}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

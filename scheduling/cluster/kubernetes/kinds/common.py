@@ -8,7 +8,7 @@ import logging
 from datetime import datetime
 from typing import Mapping, Sequence
 
-from scheduling.cluster.base import DiscoveredWorkload, WorkloadPhase
+from scheduling.cluster.base import DiscoveredWorkload, WorkloadPhase, WorkloadSpec
 from scheduling.core.model import PodSet
 
 from ..config import KubernetesSettings
@@ -131,16 +131,18 @@ def workload_of(
         namespace=namespace,
         name=name,
         kind=kind,
-        queue=queue,
-        flavor=annotations(obj).get(FLAVOR_ANNOTATION) or flavor_of(specs, settings.flavor_label),
-        pod_sets=tuple(PodSet(name=role, count=count, gpus_per_pod=pod_spec_gpus(spec)) for role, count, spec in roles),
-        priority=int_annotation(obj, PRIORITY_ANNOTATION) or 0,
-        priority_class=priority_class_of(obj),
-        topology_required=annotations(obj).get(TOPOLOGY_REQUIRED_ANNOTATION) or None,
-        topology_preferred=annotations(obj).get(TOPOLOGY_PREFERRED_ANNOTATION) or None,
-        runtime_limit_s=int_annotation(obj, RUNTIME_LIMIT_ANNOTATION),
-        checkpoint_interval_s=int_annotation(obj, CHECKPOINT_INTERVAL_ANNOTATION),
-        is_preemptible=bool_annotation(obj, PREEMPTIBLE_ANNOTATION, True),
+        spec=WorkloadSpec(
+            queue=queue,
+            flavor=annotations(obj).get(FLAVOR_ANNOTATION) or flavor_of(specs, settings.flavor_label),
+            pod_sets=tuple(PodSet(name=role, count=count, gpus_per_pod=pod_spec_gpus(spec)) for role, count, spec in roles),
+            priority=int_annotation(obj, PRIORITY_ANNOTATION) or 0,
+            priority_class=priority_class_of(obj),
+            topology_required=annotations(obj).get(TOPOLOGY_REQUIRED_ANNOTATION) or None,
+            topology_preferred=annotations(obj).get(TOPOLOGY_PREFERRED_ANNOTATION) or None,
+            runtime_limit_s=int_annotation(obj, RUNTIME_LIMIT_ANNOTATION),
+            checkpoint_interval_s=int_annotation(obj, CHECKPOINT_INTERVAL_ANNOTATION),
+            is_preemptible=bool_annotation(obj, PREEMPTIBLE_ANNOTATION, True),
+        ),
         annotations={k: v for k, v in annotations(obj).items() if k.startswith("gangway.dev/")},
         tolerations=gang_tolerations(specs),
         created_at=timestamp(meta(obj).get("creationTimestamp")),

@@ -1,4 +1,4 @@
-"""Start estimates and quota what-ifs: the live admission cycle run forward on virtual time from a snapshot.
+"""Start estimates: the live admission cycle run forward on virtual time from a snapshot.
 
 Like Slurm's `squeue --start`: running jobs end at their runtime limits (a job without one holds its
 GPUs past the horizon), and at every end event the pending jobs are admitted by the same
@@ -26,7 +26,6 @@ number of pending jobs per queue, behaves the same way).
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
@@ -34,8 +33,8 @@ from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage, sort_queue
 from scheduling.core.model import Job, JobState, Queue, QueueingStrategy, Snapshot
 from scheduling.core.placement import fleet_state_for
-from scheduling.core.quota import QuotaLedger, cohort_of
-from scheduling.core.starvation import may_reserve
+from scheduling.core.quota import QuotaLedger
+from scheduling.core.starvation import is_starving, starving_before
 
 DEFAULT_HORIZON_S = 7 * 24 * 3600.0
 INITIAL_CAP = 2
@@ -78,7 +77,7 @@ class _QueueLine:
     def __post_init__(self) -> None:
         sort_queue(self.jobs)
         for i, job in enumerate(self.jobs):
-            key = _key(job)
+            key = job.shape
             positions = self.by_key.setdefault(key, [])
             if not positions or self.jobs[positions[-1]].priority != job.priority:
                 self.bands.setdefault(key, []).append(len(positions))
@@ -90,10 +89,6 @@ class _QueueLine:
         while i < len(self.jobs) and i in self.started:
             i += 1
         return i if i < len(self.jobs) else None
-
-
-def _key(job: Job) -> tuple:
-    return (job.flavor, job.pod_sets, job.topology, job.tolerations)
 
 
 class _Forward:
@@ -215,7 +210,7 @@ class _Forward:
         picked.update(self._reservations(line, admissible, t))
         for i in list(picked):
             after = line.next_waiting(i + 1)
-            if after is not None and not admissible.get(_key(line.jobs[after]), False):
+            if after is not None and not admissible.get(line.jobs[after].shape, False):
                 picked.add(after)
         self.passed[name] = passed_upto
         return picked
@@ -225,24 +220,19 @@ class _Forward:
         (SchedulerConfig.starvation_after_s): it blocks the rest of its queue, in the full cycle as in
         this one. Usage only grows in a forward cycle, so a job that may not reserve at its start never
         may during it. Starving jobs whose shape may start are passed, or not, like their shape."""
-        threshold = self.config.starvation_after_s
-        if threshold is None:
+        if self.config.starvation_after_s is None:
             return []
-        starving_before, quotas, found = t - threshold, line.queue.quotas, []
+        before, found = starving_before(t, self.config), []
         for key, may_start in admissible.items():
-            positions = line.by_key[key]
-            job = line.jobs[positions[0]]
-            quota = quotas.get(job.flavor)
-            if may_start or quota is None or not may_reserve(job, quota, self.ledger.usage(job.queue, job.flavor)):
+            if may_start:
                 continue
-            bands = line.bands[key]
-            first = None
+            positions, bands, first = line.by_key[key], line.bands[key], None
             for start, end in zip(bands, [*bands[1:], len(positions)]):
                 # Within one priority level a shape's jobs are in submit order: the starving ones lead it.
                 for k in range(max(start, line.cursor[key]), end):
                     i = positions[k]
                     job = line.jobs[i]
-                    if (first is not None and i >= first) or job.submitted_at > starving_before:
+                    if (first is not None and i >= first) or not is_starving(job, line.queue, self.ledger, before):
                         break
                     if i not in line.started and (job.backoff_until is None or job.backoff_until <= t):
                         first = i
@@ -301,7 +291,7 @@ class _Forward:
             picked.add(i)
             if job.backoff_until is None or job.backoff_until <= t:
                 free_gpus -= job.gpus
-                if not admissible.get(_key(job), False) or free_gpus < 0:
+                if not admissible.get(job.shape, False) or free_gpus < 0:
                     return
             i = line.next_waiting(i + 1)
 
@@ -363,129 +353,3 @@ class _Forward:
             for name_key in grow:
                 caps[name_key] = caps.get(name_key, INITIAL_CAP) * 4
         self.last_caps = {k: v for k, v in caps.items() if v > INITIAL_CAP}
-
-
-# --- what-if ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TeamWait:
-    team: str
-    pending_jobs: int
-    mean_wait_s: float | None
-    """Mean of (estimated start − now) over the team's pending jobs, a job beyond the horizon counted at the horizon."""
-    beyond_horizon: int
-
-
-@dataclass(frozen=True)
-class Reclaimable:
-    job_id: int
-    queue: str
-    team: str
-    gpus: int
-    flavor: str
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    now: float
-    horizon_s: float
-    before: Forecast
-    after: Forecast
-    teams_before: tuple[TeamWait, ...]
-    teams_after: tuple[TeamWait, ...]
-    jobs: tuple[tuple[int, float | None, float | None], ...]
-    """The changed queues' pending jobs: (job id, estimated start before, after)."""
-    reclaimable: tuple[Reclaimable, ...]
-    """Running jobs of other teams that the change makes reclaimable by the changed queues."""
-
-    def to_dict(self) -> dict:
-        def team_rows(rows):
-            return {r.team: {"pending_jobs": r.pending_jobs, "mean_wait_s": _round(r.mean_wait_s), "beyond_horizon": r.beyond_horizon}
-                    for r in rows}
-
-        before, after = team_rows(self.teams_before), team_rows(self.teams_after)
-        return {
-            "now": self.now,
-            "horizon_s": self.horizon_s,
-            "teams": [
-                {"team": team, "before": before.get(team), "after": after.get(team)} for team in sorted(set(before) | set(after))
-            ],
-            "jobs": [
-                {"id": job_id, "estimated_start_before": b, "estimated_start_after": a,
-                 "wait_before_s": _round(None if b is None else b - self.now), "wait_after_s": _round(None if a is None else a - self.now)}
-                for job_id, b, a in self.jobs
-            ],
-            "reclaimable": [
-                {"job": r.job_id, "queue": r.queue, "team": r.team, "gpus": r.gpus, "flavor": r.flavor} for r in self.reclaimable
-            ],
-        }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
-
-
-def what_if(snapshot: Snapshot, changed_queues: Mapping[str, Queue], *, horizon_s: float = DEFAULT_HORIZON_S) -> WhatIf:
-    """Predicted waits per team and the changed queues' job estimates, before vs after replacing `changed_queues`."""
-    queues = dict(snapshot.queues)
-    queues.update(changed_queues)
-    proposed = replace(snapshot, queues=queues)
-    before = forecast(snapshot, horizon_s=horizon_s)
-    after = forecast(proposed, horizon_s=horizon_s)
-    changed = set(changed_queues)
-    jobs = tuple(
-        (job.id, before.starts.get(job.id), after.starts.get(job.id))
-        for job in sorted(snapshot.pending, key=lambda j: (j.queue, -j.priority, j.submitted_at, j.id))
-        if job.queue in changed
-    )
-    reclaimable_before = _reclaimable(snapshot, changed)
-    reclaimable_after = _reclaimable(proposed, changed)
-    newly = tuple(r for r in reclaimable_after if r.job_id not in {x.job_id for x in reclaimable_before})
-    return WhatIf(
-        now=snapshot.now,
-        horizon_s=horizon_s,
-        before=before,
-        after=after,
-        teams_before=_team_waits(snapshot, before),
-        teams_after=_team_waits(proposed, after),
-        jobs=jobs,
-        reclaimable=newly,
-    )
-
-
-def _team_waits(snapshot: Snapshot, result: Forecast) -> tuple[TeamWait, ...]:
-    waits: dict[str, list[float]] = {}
-    beyond: dict[str, int] = {}
-    for job in snapshot.pending:
-        start = result.starts.get(job.id)
-        waits.setdefault(job.team, []).append(result.horizon_s if start is None else start - result.now)
-        if start is None:
-            beyond[job.team] = beyond.get(job.team, 0) + 1
-    return tuple(
-        TeamWait(team, len(values), sum(values) / len(values) if values else None, beyond.get(team, 0))
-        for team, values in sorted(waits.items())
-    )
-
-
-def _reclaimable(snapshot: Snapshot, changed: set[str]) -> tuple[Reclaimable, ...]:
-    """Running jobs of other teams, borrowing in a changed queue's cohort, that a pending job of it could reclaim."""
-    ledger = QuotaLedger(snapshot.queues, snapshot.admitted)
-    found: dict[int, Reclaimable] = {}
-    for name in sorted(changed):
-        queue = snapshot.queues.get(name)
-        if queue is None or queue.cohort is None or not queue.preemption.may_reclaim_in_cohort:
-            continue
-        for flavor, quota in queue.quotas.items():
-            smallest = min((j.gpus for j in snapshot.pending if j.queue == name and j.flavor == flavor), default=math.inf)
-            if ledger.usage(name, flavor) + smallest > quota.nominal:
-                continue
-            for job in snapshot.admitted:
-                other = snapshot.queues.get(job.queue)
-                if (
-                    other is None or other.team == queue.team or job.flavor != flavor or not job.is_preemptible
-                    or cohort_of(other) != cohort_of(queue) or ledger.borrowed(other, flavor) <= 0
-                ):
-                    continue
-                found[job.id] = Reclaimable(job.id, job.queue, job.team, job.gpus, flavor)
-    return tuple(found[k] for k in sorted(found))

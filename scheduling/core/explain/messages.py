@@ -1,0 +1,91 @@
+"""The sentences a person reads: the headline (the conclusion in plain words) and the summary (the blocking level's
+facts with their numbers). The one author of an explanation's human text; the facts carry the machine reasons."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from scheduling.core.explain.facts import Action, FitFacts, Fix, HealthFacts, Level, NodeFacts, QuotaFacts
+from scheduling.core.model import Job, Queue
+from scheduling.core.quota import QuotaLimit
+
+
+def summary(job, blocking, quota: QuotaFacts, fit: FitFacts, nodes: NodeFacts, health: HealthFacts,
+             order: str, never: bool) -> str:
+    # `blocking` names the level; the summary is the sentence a person reads after it.
+    if blocking == Level.QUOTA:
+        text = quota.message
+    elif blocking == Level.FIT:
+        text = fit.message
+    elif blocking == Level.NODES:
+        text = f"the flavor has room, but {nodes.message}"
+    elif blocking == Level.HEALTH:
+        text = f"it would fit if every device were healthy; {health.message}"
+    elif blocking == Level.ORDER:
+        text = f"it would fit now, but {order}"
+    else:
+        text = "fits quota and placement now: starts on the next pass"
+    if never:
+        text += " (waiting alone will never start it)"
+    return text
+
+
+def headline(job: Job, queue: Queue, queues: Mapping[str, Queue], blocking, quota: QuotaFacts, fit: FitFacts, nodes: NodeFacts,
+              health: HealthFacts, order: str, never: bool, fixes: tuple[Fix, ...]) -> str:
+    """The conclusion first, in words a researcher uses; the levels below keep the arithmetic."""
+    preempt = next((f for f in fixes if f.action == Action.PREEMPT), None)
+    by_admin = "which needs an admin" if preempt is not None and preempt.needs_approval else "which Gangway does by itself"
+    flavor = job.flavor
+    if blocking == Level.QUOTA and quota.limit == QuotaLimit.LENT_OUT:
+        teams = {queues[name].team for name, _ in quota.borrowers if name in queues} - {queue.team}
+        text = f"Team {queue.team}'s {flavor} quota is lent to {count(len(teams), 'other team')}"
+        if preempt is not None:
+            text += f"; Gangway can take {quota.short_by} GPUs back by preempting {count(len(preempt.jobs), 'job')}, {by_admin}"
+        else:
+            text += "; it comes back as their jobs end"
+        preempt = None
+    elif blocking == Level.QUOTA and quota.limit == QuotaLimit.NO_QUOTA:
+        text = f"Queue {job.queue} has no {flavor} quota"
+    elif blocking == Level.QUOTA and quota.limit == QuotaLimit.NOMINAL:
+        text = (f"Queue {job.queue} has {count(max(0, quota.nominal - quota.used), 'free ' + flavor + ' GPU')} of its "
+                f"{quota.nominal} and this job needs {quota.requested}")
+    elif blocking == Level.QUOTA and quota.limit == QuotaLimit.BORROWING_LIMIT:
+        text = f"Starting it would take queue {job.queue} past its {flavor} borrowing limit of {quota.borrowing_limit} GPUs"
+    elif blocking == Level.QUOTA:
+        text = f"Queue {job.queue} has used its {flavor} quota and the cohort has {quota.cohort_can_lend} GPUs left to lend"
+    elif blocking == Level.FIT and fit.fragmentation.is_fragmented and fit.whole_free_nodes < fit.whole_nodes_needed:
+        text = (f"There are {fit.free_gpus} free {flavor} GPUs, but scattered: the gang needs "
+                f"{count(fit.whole_nodes_needed, 'whole node')} and {fit.whole_free_nodes} are free")
+    elif blocking == Level.FIT and fit.required_level and fit.free_gpus >= fit.needed_gpus:
+        largest = fit.largest_domain.free_gpus if fit.largest_domain else 0
+        text = (f"No single {fit.required_level} has room for the gang: it needs {fit.needed_gpus} GPUs in one "
+                f"{fit.required_level}, the roomiest has {largest} free")
+    elif blocking == Level.FIT:
+        text = f"The fleet has {fit.free_gpus} free {flavor} GPUs and this job needs {fit.needed_gpus}"
+    elif blocking == Level.NODES:
+        text = f"No node can take one of its {nodes.pod_gpus}-GPU pods right now ({nodes.eligible} of {nodes.total} could)"
+    elif blocking == Level.HEALTH:
+        text = f"It would fit if every GPU were healthy: {count(health.count, 'node')} report missing GPUs"
+    elif blocking == Level.PRIORITY_CLASS:
+        text = (f"Team {queue.team} already runs as many GPUs at priority class {job.priority_class} as a team may; "
+                f"it starts as those jobs end, or sooner at a lower class")
+    elif blocking == Level.ORDER:
+        text = f"It fits now but waits its turn: {order}"
+    else:
+        return "It fits now and starts on the next pass."
+    if preempt is not None:
+        text += f"; Gangway can make room by preempting {count(len(preempt.jobs), 'job')}, {by_admin}"
+    if never:
+        text += "; waiting alone will never start it"
+    return text + "."
+
+
+def attained_service(job: Job, level: int, fresher: int) -> str:
+    """Why a job that ran before waits behind `fresher` jobs of its queue (core.attained)."""
+    return (f"has already run {job.attained_gpu_s / 3600:.1f} GPU-hours (attained-service level {level}): "
+            f"waits behind {count(fresher, 'job')} of its queue with less attained service")
+
+
+def count(n: int, noun: str) -> str:
+    """`1 job`, `3 jobs`; `1 free GPU`, `2 free GPUs` (the last word takes the plural)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
