@@ -167,8 +167,9 @@ class SnapshotCache:
         # A plan awaiting approval counts by what it proposes: its fingerprint of the state it was made on is the
         # core's own bookkeeping, and the persist step stores it again when the core plans again.
         awaiting = {job_id: (planned.plan, planned.needs_approval) for job_id, planned in snapshot.awaiting_plans.items()}
+        idle = frozenset((job.id, job.idle_since) for job in snapshot.admitted if job.idle_since is not None)
         fixed = (snapshot.topology, snapshot.nodes, snapshot.queues, snapshot.approved_preemptions,
-                 snapshot.priority_class_caps, awaiting, snapshot.config)
+                 snapshot.priority_class_caps, awaiting, snapshot.config, idle)
         if self.last is not None and fixed[2] == self.last[2]:
             fixed = (*fixed[:2], self.last[2], *fixed[3:])
             snapshot = replace(snapshot, queues=self.last[2])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from django.conf import settings
@@ -27,7 +27,7 @@ from scheduling.core.model import (
     TopologyRequest,
     Victim,
 )
-from scheduling.models import FleetSettings, PlanStatus, PreemptionVictim, PriorityClass, QueueUsage
+from scheduling.models import FleetSettings, IdleJob, PlanStatus, PreemptionVictim, PriorityClass, QueueUsage
 from scheduling.models import Job as JobRow
 from scheduling.models import Placement as PlacementRow
 from scheduling.models import PodSet as PodSetRow
@@ -208,8 +208,23 @@ def open_plans_load() -> dict[int, OpenPlan]:
 
 
 def scheduler_config() -> SchedulerConfig:
-    overrides = getattr(settings, "GANGWAY_SCHEDULER", {}) or {}
+    """The settings' GANGWAY_SCHEDULER overrides; the idle grace period is the one usage collection flags jobs by."""
+    overrides = {"idle_grace_s": settings.GANGWAY_IDLE_GRACE_S, **(getattr(settings, "GANGWAY_SCHEDULER", {}) or {})}
     return SchedulerConfig(**overrides)
+
+
+def idle_since_load() -> dict[int, float]:
+    """Per job flagged idle by the last usage collection (IdleJob): since when, taken as its admission (the collection
+    found it below the threshold for the whole grace period since then)."""
+    return {job_id: admitted_at.timestamp() for job_id, admitted_at in IdleJob.objects.values_list("job_id", "job__admitted_at")
+            if admitted_at is not None}
+
+
+def with_idle_flags(admitted: tuple[Job, ...], idle_since: dict[int, float]) -> tuple[Job, ...]:
+    if not idle_since and not any(job.idle_since is not None for job in admitted):
+        return admitted
+    return tuple(job if job.idle_since == idle_since.get(job.id) else replace(job, idle_since=idle_since.get(job.id))
+                 for job in admitted)
 
 
 def snapshot_build(*, now: float, cluster: Cluster) -> tuple[Snapshot, SnapshotContext]:
@@ -229,6 +244,7 @@ def snapshot_assemble(*, now: float, nodes: tuple, queues: dict[str, Queue], adm
     """The snapshot of these jobs, nodes and queues with the rest of the state read now (usage, open plans, priority
     class caps, settings); records each queue's GPUs in use and the open plans in `context`."""
     context.open_plans = open_plans = open_plans_load()
+    admitted = with_idle_flags(admitted, idle_since_load())
     for job in admitted:
         context.gpus_in_use_by_queue[job.queue] = context.gpus_in_use_by_queue.get(job.queue, 0) + job.gpus
     return Snapshot(

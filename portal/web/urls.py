@@ -25,6 +25,7 @@ urlpatterns = [
     path("preemptions/", views.preemption_list, name="preemption-list"),
     path("history/", views.history, name="history"),
     path("borrowing/", views.borrowing, name="borrowing"),
+    path("gaming/", views.gaming_signals, name="gaming-signals"),
     path("preemptions/<int:pk>/<str:decision>/", views.preemption_decide, name="preemption-decide"),
     path("audit/", views.audit_list, name="audit-list"),
 ]

@@ -453,8 +453,17 @@ def team_detail(request, name: str):
         "idle": idle,
         "idle_threshold_percent": settings.GANGWAY_IDLE_THRESHOLD_PERCENT, "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S,
         "usage_charts": _team_usage_charts(name, "1h"), "borrowing": _borrowing("1h", name), "audit": audit,
+        "signals": selectors.gaming_signals(team=name) if is_admin(request.user) else None, "rules": selectors.GAMING_RULES,
     })
     return render(request, "web/team_detail.html", context)
+
+
+@login_required
+def gaming_signals(request):
+    """Admins: every team's gaming signals, each with the rule that acts on it."""
+    if not is_admin(request.user):
+        raise PermissionDenied("the gaming signals are for admins")
+    return render(request, "web/gaming.html", {"signals": selectors.gaming_signals(), "rules": selectors.GAMING_RULES})
 
 
 def _visible_team(user, name: str) -> Team:

@@ -11,7 +11,10 @@ import heapq
 import threading
 from dataclasses import dataclass, field
 
+from scheduling.core.accounts import FairShareAccounts, account_order_key
 from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.borrowed import all_reclaimable_at_cost
+from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import (
     FLEET,
@@ -45,7 +48,8 @@ from scheduling.core.starvation import is_starving, starving_before
 def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
     """Decide which pending gangs start now, where, and who makes room for them.
 
-    1. Evict gangs whose pods did not all become ready in time (they free their GPUs now).
+    1. Evict gangs whose pods did not all become ready in time (they free their GPUs now), and, if the admin
+       says so, suspend idle jobs while others wait.
     2. Build the fleet state and the quota ledger from what still holds GPUs.
     3. Order each queue's pending jobs: priority, then submit time.
     4. Serve queues by fair share, lowest first; take each queue's jobs in order and admit the
@@ -83,7 +87,12 @@ class _Cycle:
 
     # 1 ---------------------------------------------------------------------------------------
     def evict_gangs_not_ready(self) -> None:
-        self.evictions = gangs_not_ready(self.snapshot.admitted, self.snapshot.now, self.config)
+        """And, under the admin policy `suspend_idle_jobs`, the idle jobs others wait behind (core.idle)."""
+        snapshot = self.snapshot
+        self.evictions = gangs_not_ready(snapshot.admitted, snapshot.now, self.config)
+        evicted = {e.job_id for e in self.evictions}
+        ready = [job for job in snapshot.admitted if job.id not in evicted]
+        self.evictions += idle_suspensions(ready, snapshot.pending, snapshot.queues, snapshot.now, self.config)
 
     # 2 ---------------------------------------------------------------------------------------
     def build_state(self) -> None:
@@ -111,15 +120,22 @@ class _Cycle:
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
-        """Yield queue names lowest share first, re-ranking a queue after each of its admissions."""
+        """Yield queue names lowest share first, re-ranking a queue after each of its admissions. With one account per
+        team (core.accounts) an admission moves every queue of the team: a queue whose key grew since it was pushed
+        goes back into the heap instead of being served out of turn."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
         levels = self.config.service_levels_gpu_h
-        heap = [
-            (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), self.by_queue[name][0], levels), name)
-            for name in self.by_queue
-            if name in queues
-        ]
+        if self.config.fair_share_per_team:
+            accounts = FairShareAccounts(queues, usage)
+
+            def key_of(name: str, head: Job) -> tuple:
+                return account_order_key(queues[name], accounts, self.ledger, head, levels)
+        else:
+            def key_of(name: str, head: Job) -> tuple:
+                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels)
+
+        heap = [(key_of(name, self.by_queue[name][0]), name) for name in self.by_queue if name in queues]
         heapq.heapify(heap)
         self.cursor = {name: 0 for name in self.by_queue}
         for name in self.by_queue:
@@ -127,13 +143,17 @@ class _Cycle:
                 for job in self.by_queue[name]:
                     self.pending.add(job.id, (PendingReason.QUOTA, f"queue {name} does not exist"))
         while heap:
-            _, name = heapq.heappop(heap)
+            pushed, name = heapq.heappop(heap)
+            jobs = self.by_queue[name]
+            if self.config.fair_share_per_team and heap:
+                current = key_of(name, jobs[self.cursor[name]])
+                if current > pushed and current > heap[0][0]:
+                    heapq.heappush(heap, (current, name))
+                    continue
             self.last_admitted = False
             yield name
-            jobs = self.by_queue[name]
             if self.last_admitted and self.cursor[name] < len(jobs):
-                head = jobs[self.cursor[name]]
-                heapq.heappush(heap, (queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels), name))
+                heapq.heappush(heap, (key_of(name, jobs[self.cursor[name]]), name))
 
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
@@ -251,15 +271,20 @@ class _Cycle:
         awaiting = self.snapshot.awaiting_plans.get(job.id)
         if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
             return reason, message
+        now = self.snapshot.now
         candidates = candidate_victims(
-            job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected
+            job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected,
+            idle_before=now - self.config.idle_grace_s,
         )
         candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
                                             protected=self.protected, already=candidates)
         if not candidates:
             return reason, message
         weighs = self.config.preempt_only_when_it_pays
-        if weighs and not any(c.checkpoint_interval_s for c in candidates) and not outranks_all(job, candidates):
+        if (weighs and not any(c.checkpoint_interval_s for c in candidates) and not outranks_all(job, candidates)
+                and not any(is_flagged_idle(c, now, self.config.idle_grace_s) for c in candidates)):
+            # (An idle candidate loses nothing, so a plan may pay however soon GPUs come back; a squatter's run
+            # is reclaimed at its cost only when they would not come back soon on their own.)
             # Every plan would lose whole runs, so its gain is capped by the natural wait: when even
             # the cheapest conceivable plan could not pay, skip planning.
             lacking, natural_wait = self.natural_wait(job, reason)
@@ -271,7 +296,7 @@ class _Cycle:
             return reason, message
         plan = planned.plan
         victims = [self.holding[v.job_id] for v in plan.victims]
-        if weighs and not outranks_all(job, victims):
+        if weighs and not outranks_all(job, victims) and not all_reclaimable_at_cost(victims, job, now, self.config):
             spared_at_most = self.natural_wait(job, reason)[1] if loses_whole_runs(victims) else math.inf
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:

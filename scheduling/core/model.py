@@ -160,6 +160,8 @@ class Job:
     priority_class: str | None = None
     attained_gpu_s: float = 0.0
     """GPU-seconds run in earlier runs (before a preemption or eviction); see core.attained."""
+    idle_since: float | None = None
+    """Since when the job's GPUs have been used below the idle threshold (None: in use); see core.idle."""
 
     @property
     def gpus(self) -> int:
@@ -239,6 +241,20 @@ class SchedulerConfig:
     drains until the job can reclaim its nominal quota. None (the default) turns it off: on the
     policy suite the reservation idled GPUs the queue's small jobs could have used and made waits
     longer on every ITP trace (docs/simulation.md); a big gang gets in by a plan that pays instead."""
+    fair_share_per_team: bool = True
+    """One fair-share account per team (core.accounts): a team's queues rank by its summed share and usage, so more
+    queues are not more weight. False: every queue its own account (Kueue's per-ClusterQueue fair sharing)."""
+    idle_grace_s: float = 600.0
+    """A job below the idle threshold this long is flagged idle (core.idle): the first victim of any blocked job
+    of its cohort, taken before any other and not weighed, since it loses no work."""
+    reclaim_at_cost_after_s: float | None = None
+    """An admin's policy: a job on borrowed quota without checkpoints for this long (e.g. 7200) is reclaimed at its
+    displacement cost, unweighed by the value rule (core.borrowed), so long uncheckpointed runs do not shield borrowed
+    quota. None (the default): off — on the policy suite, where no job checkpoints in half the rows, it lost 2–14 % of
+    GPU-hours and lengthened those rows' waits by up to 25 % (docs/gaming.md)."""
+    suspend_idle_jobs: bool = False
+    """An admin's policy: a flagged idle job is suspended (requeued with the readiness backoff) as soon as a job of its
+    cohort waits for its flavor, plan or no plan."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,14 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         if levels else "priority, then FIFO"
     )
     fair_share = (
-        "lowest dominant share of borrowed GPUs first; at equal shares, less usage (decayed with a half-life of "
+        ("one account per team (its queues summed): " if config.fair_share_per_team else "per queue: ")
+        + "lowest dominant share of borrowed GPUs first; at equal shares, less usage (decayed with a half-life of "
         f"{config.usage_half_life_s / 86400:g} days) per weight × nominal GPUs"
     )
+    idle = (f"a job below the idle threshold for {config.idle_grace_s:g} s is the first victim of any blocked job of its "
+            "cohort, unweighed" + ("; suspended while its cohort waits" if config.suspend_idle_jobs else ""))
+    squatting = (f"a job on borrowed quota without checkpoints for {config.reclaim_at_cost_after_s:g} s is reclaimed at its "
+                 "displacement cost, unweighed" if config.reclaim_at_cost_after_s is not None else "off")
     placement = (
         "a gang in the smallest rack or block that holds it, breaking the fewest whole nodes; a single pod on "
         "the best-fitting node of the whole fleet"
@@ -32,4 +37,4 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         preemption = "whenever a plan makes room (cheapest displacement first)"
     starvation = (f"after {config.starvation_after_s:g} s pending" if config.starvation_after_s is not None else "off")
     return {"order": order, "fair_share": fair_share, "placement": placement, "preemption": preemption,
-            "starvation_reservations": starvation}
+            "starvation_reservations": starvation, "idle_allocations": idle, "borrowed_without_checkpoints": squatting}

@@ -5,12 +5,14 @@ Candidates follow the pending job's queue policy (Kueue's `withinClusterQueue: L
 - within its own queue: admitted jobs of strictly lower priority;
 - reclaim: when the job, once admitted (after its own queue's candidates left, if need be), stays
   within its queue's nominal quota, jobs of any priority of the other queues of the cohort that borrow;
+- idle: a job of the cohort flagged idle (core.idle), of any priority, whether or not its queue borrows;
 never a non-preemptible job, never the job that preempted this one (no ping-pong), never a job
 admitted in the same cycle.
 
 Candidates are taken in Kueue's order, with our displacement cost (GPU-hours of work lost since each
 victim's last checkpoint, plus a restart overhead) as the tie-breaker:
-1. reclaim first: borrowers of the most-over-nominal queue first, then lowest priority, cheapest,
+0. idle jobs before anything else (they lose no work), the longest idle first;
+1. then reclaim: borrowers of the most-over-nominal queue first, then lowest priority, cheapest,
    most recently started; a borrower whose queue no longer borrows once earlier victims are gone is
    skipped;
 2. then the preemptor's own queue: lowest priority, cheapest, most recently started.
@@ -32,17 +34,19 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from scheduling.core.model import FLEET, Job, PendingReason, PreemptionPlan, Queue, SchedulerConfig, Victim
+from scheduling.core.idle import is_flagged_idle, working_until
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger, cohort_of
 from scheduling.core.topology import levels_to_try
 
-RECLAIM, WITHIN_QUEUE = 0, 1
+IDLE, RECLAIM, WITHIN_QUEUE = -1, 0, 1
 """Which rule makes a job a candidate, in the order candidates are taken."""
 
 
 def displacement_cost_gpu_hours(job: Job, now: float, restart_overhead_s: float) -> float:
-    """Work lost if `job` stops now: time since its last checkpoint, plus restarting, times its GPUs."""
-    elapsed = max(0.0, now - job.started_at) if job.started_at is not None else 0.0
+    """Work lost if `job` stops now: time since its last checkpoint, plus restarting, times its GPUs. Time it spent
+    idle (core.idle) is no work: a job idle since its start loses only the restart."""
+    elapsed = max(0.0, working_until(job, now) - job.started_at) if job.started_at is not None else 0.0
     lost_s = elapsed % job.checkpoint_interval_s if job.checkpoint_interval_s else elapsed
     return job.gpus * (lost_s + restart_overhead_s) / 3600.0
 
@@ -84,7 +88,9 @@ def candidate_victims(
     ledger: QuotaLedger,
     *,
     protected: set[int],
+    idle_before: float | None = None,
 ) -> list[Job]:
+    """`idle_before`: jobs idle since before then are flagged idle (now − the grace period); None: none is."""
     queue = queues[job.queue]
     policy = queue.preemption
     lenders: set[str] = set()
@@ -95,19 +101,24 @@ def candidate_victims(
         }
     own: list[Job] = []
     borrowed_from: list[Job] = []
+    idle: list[Job] = []
+    cohort = cohort_of(queue)
     for other in holding:
         if other.flavor != job.flavor or not other.is_preemptible:
             continue
         if other.id in protected or other.id == job.preempted_by:
             continue
-        if other.queue == job.queue:
+        if (idle_before is not None and other.idle_since is not None and other.idle_since <= idle_before
+                and other.queue in queues and cohort_of(queues[other.queue]) == cohort):
+            idle.append(other)
+        elif other.queue == job.queue:
             if policy.may_preempt_within_queue and other.priority < job.priority:
                 own.append(other)
         elif other.queue in lenders:
             borrowed_from.append(other)
     if borrowed_from and _is_within_nominal(job, ledger, freed_gpus=sum(c.gpus for c in own)):
-        return own + borrowed_from
-    return own
+        return idle + own + borrowed_from
+    return idle + own
 
 
 def _is_within_nominal(job: Job, ledger: QuotaLedger, freed_gpus: int = 0) -> bool:
@@ -171,8 +182,8 @@ def _attempts(job: Job, ordered: list[_Candidate], ledger: QuotaLedger) -> list[
     """Kueue's runs over the candidates. A job within its nominal quota as things stand reclaims first.
     One that would borrow first tries its own queue's victims alone (it may borrow then), and only then
     reclaim as well (a plan that reclaims must leave it within nominal)."""
-    within_queue = [c for c in ordered if c.rule == WITHIN_QUEUE]
-    if not within_queue or len(within_queue) == len(ordered) or _is_within_nominal(job, ledger):
+    within_queue = [c for c in ordered if c.rule != RECLAIM]
+    if len(within_queue) == len(ordered) or not any(c.rule == WITHIN_QUEUE for c in ordered) or _is_within_nominal(job, ledger):
         return [ordered]
     return [within_queue, ordered]
 
@@ -229,7 +240,10 @@ def _in_order(job, candidates, fleet, ledger, now, config, domain_gpus) -> list[
     for c in candidates:
         cost = displacement_cost_gpu_hours(c, now, config.restart_overhead_s)
         recency = -(c.started_at if c.started_at is not None else now)
-        if c.queue == job.queue:
+        if is_flagged_idle(c, now, config.idle_grace_s):
+            rule, lender, over_nominal = IDLE, None, 0
+            recency = c.idle_since  # the longest idle first
+        elif c.queue == job.queue:
             rule, lender, over_nominal = WITHIN_QUEUE, None, 0
         else:
             rule, lender = RECLAIM, queues[c.queue]

@@ -2,6 +2,8 @@
 
 from scheduling.selectors.audit import audit_actors, audit_for_job, audit_page, audit_teams
 from scheduling.selectors.fleet import fleet_summary, node_list, scheduling_policy
+from scheduling.selectors.gaming import RULES as GAMING_RULES
+from scheduling.selectors.gaming import gaming_signals
 from scheduling.selectors.jobs import job_get, job_list, job_page, job_submitted
 from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list, team_members, teams_visible
 from scheduling.selectors.preemption import preemption_list
@@ -14,6 +16,8 @@ __all__ = [
     "audit_page",
     "audit_teams",
     "fleet_summary",
+    "gaming_signals",
+    "GAMING_RULES",
     "scheduling_policy",
     "job_get",
     "job_list",

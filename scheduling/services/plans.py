@@ -141,7 +141,8 @@ class _StateAfterCycle:
         plan's domain; else None. The state is left as found."""
         if job.queue not in self.snapshot.queues:
             return None
-        candidates = candidate_victims(job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected)
+        candidates = candidate_victims(job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected,
+                                       idle_before=self.snapshot.now - self.snapshot.config.idle_grace_s)
         candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.snapshot.config,
                                             protected=self.protected, already=candidates)
         candidate_ids = {c.id for c in candidates}

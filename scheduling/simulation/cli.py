@@ -13,6 +13,7 @@ from typing import TextIO
 
 from scheduling.simulation.engine import simulate
 from scheduling.simulation.fleet import FleetError
+from scheduling.simulation.gaming import gaming_table, run_gaming
 from scheduling.simulation.metrics import add_fairness, summarize
 from scheduling.simulation.policies import POLICIES, get_policy, with_approval
 from scheduling.simulation.report import table, team_table, write_plot
@@ -29,14 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load", type=float, default=None,
                         help="size a fleet of 8-GPU nodes so the trace's average demand is this share of it "
                              "(default 0.85 for ITP and synthetic traces)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace (the first seed of --seeds)")
+    parser.add_argument("--seeds", type=int, default=None, help="--scenario gaming: run this many seeds from --seed (default 3)")
+    parser.add_argument("--scenario", choices=("gaming",), default=None,
+                        help="'gaming': one team plays each gaming strategy on a seeded week of 1,024 GPUs; its gain and "
+                             "the others' waits against the honest run, with and without the defences (docs/gaming.md)")
+    parser.add_argument("--defended-only", action="store_true", help="--scenario gaming: skip the runs without the defences")
     parser.add_argument("--suite", action="store_true",
                         help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
                              "no checkpoints and 30-min checkpoints) and print one table")
     parser.add_argument("--traces-dir", default=None,
                         help="directory of the ITP traces for --suite (default: ../shared/traces/microsoft_itp_elasticflow "
                              "relative to the project root)")
-    parser.add_argument("--workers", type=int, default=None, help="processes for --suite (default: one per core)")
+    parser.add_argument("--workers", type=int, default=None, help="processes for --suite and --scenario (default: one per core)")
     parser.add_argument("--fleet", default=None, help="fleet file (YAML/JSON, the loadfleet format) or node list CSV")
     parser.add_argument("--quotas", default=None, help="CSV team,gpus[,flavor]; default: VC sizes (Philly) or equal shares")
     parser.add_argument("--scale", type=float, default=1.0, help="shrink fleet and quotas by this factor (0.25: contended)")
@@ -56,6 +62,8 @@ def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr:
     o = options if isinstance(options, dict) else vars(options)
     if o.get("suite"):
         return run_suite_command(o, stdout, stderr)
+    if o.get("scenario") == "gaming":
+        return run_gaming_command(o, stdout, stderr)
     policies = [with_approval(get_policy(name.strip()), o.get("approve")) for name in o["policy"].split(",") if name.strip()]
     loaded = time.perf_counter()
     scenario = build_scenario(
@@ -125,6 +133,24 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
           file=stdout)
     print(suite_table(document, document["policies"]), file=stdout)
     print(f"suite: {len(document['rows'])} rows in {document['wall_s']:.0f}s wall", file=stdout)
+    if o.get("json_out"):
+        with open(o["json_out"], "w") as handle:
+            json.dump(document, handle, indent=1, default=_json_default)
+        print(f"wrote {o['json_out']}", file=stdout)
+    return document
+
+
+def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
+    started = time.perf_counter()
+    quiet = o.get("no_progress")
+    seeds = tuple(range(o.get("seed") or 1, (o.get("seed") or 1) + (o.get("seeds") or 3)))
+    document = run_gaming(seeds=seeds, workers=o.get("workers"), with_undefended=not o.get("defended_only"),
+                          progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)))
+    document["wall_s"] = time.perf_counter() - started
+    print(f"gaming scenario: {document['jobs']:,} jobs, {document['gpus']:,} GPUs, seeds {', '.join(map(str, seeds))}, gaming team "
+          f"{document['gamer']}; figures are means over the seeds, ×honest against the honest run of the same policy", file=stdout)
+    print(gaming_table(document), file=stdout)
+    print(f"gaming: {sum(len(rows) for rows in document['policies'].values())} runs in {document['wall_s']:.0f}s wall", file=stdout)
     if o.get("json_out"):
         with open(o["json_out"], "w") as handle:
             json.dump(document, handle, indent=1, default=_json_default)

@@ -54,7 +54,7 @@ from scheduling.simulation.fleet import Fleet
 from scheduling.simulation.policies import Policy
 from scheduling.simulation.trace import Trace, TraceJob
 
-END, QUOTA, WAKE, ARRIVAL = 0, 1, 2, 3
+END, CANCEL, QUOTA, WAKE, ARRIVAL = 0, 1, 2, 3, 4
 """Event kinds, in the order they apply within one timestamp: capacity is freed before jobs arrive."""
 SAMPLE_S = 3600.0
 MAX_APPROVAL_ROUNDS = 4
@@ -82,6 +82,10 @@ class Scenario:
     checkpoint_interval_s: int | None = None
     """Applied to every job (Philly records none); None = a preempted job restarts from scratch."""
     name: str = ""
+    queue_teams: Mapping[str, str] = field(default_factory=dict)
+    """Queue → team for quota entries that are extra queues of a team (`quotas` is then keyed by queue)."""
+    priority_class_caps: Mapping[str, int] = field(default_factory=dict)
+    """Per priority class: the GPUs each team may hold at once at it (Snapshot.priority_class_caps)."""
 
 
 @dataclass(slots=True)
@@ -106,6 +110,11 @@ class JobRecord:
     overhead_due_s: float = 0.0
     generation: int = 0
     rejected: str = ""
+    idle_hold_s: float = 0.0
+    """GPUs kept idle after the work (TraceJob.idle_hold_s)."""
+    work_end_s: float | None = None
+    """When the job's work was done (before any idle hold)."""
+    cancelled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +153,8 @@ class Engine:
         self.config = policy.config
         self.quotas = {team: dict(per) for team, per in scenario.quotas.items()}
         for job in scenario.trace.jobs:
-            self.quotas.setdefault(job.team, {})
-        self.queues: dict[str, Queue] = policy.queues(self.quotas)
+            self.quotas.setdefault(job.queue or job.team, {})
+        self.queues: dict[str, Queue] = policy.queues(self.quotas, self.scenario.queue_teams)
         self.nodes = policy.nodes(scenario.fleet, self.quotas)  # one tuple for the whole run
         self.topology = scenario.fleet.topology
         self.flavor = scenario.fleet.main_flavor
@@ -186,6 +195,9 @@ class Engine:
         heap = self.heap
         for job in self.scenario.trace.jobs:
             heap.append((job.submit_s, ARRIVAL, job.id, 0))
+        for job in self.scenario.trace.jobs:
+            if job.cancel_at_s is not None:
+                heap.append((job.cancel_at_s, CANCEL, job.id, 0))
         for k, change in enumerate(self.scenario.quota_changes):
             heap.append((change.at_s, QUOTA, k, 0))
         heapq.heapify(heap)
@@ -204,6 +216,9 @@ class Engine:
                     if self.records[key].generation == generation and key in self.running:
                         self._finish(key, t)
                         freed = happened = True
+                elif kind == CANCEL:
+                    freed = self._cancel(key, t) or freed
+                    happened = True
                 elif kind == ARRIVAL:
                     queue = self._arrive(self.trace_jobs[key], t)
                     happened = True
@@ -261,6 +276,7 @@ class Engine:
                 pending=pending,
                 historical_usage=self.usage if self.policy.fair_share_history else {},
                 approved_preemptions=approved,
+                priority_class_caps=self.scenario.priority_class_caps,
                 awaiting_plans=self.awaiting,
                 config=self.config,
             )
@@ -319,9 +335,10 @@ class Engine:
 
     def core_job(self, trace_job: TraceJob) -> Job:
         flavor = trace_job.flavor or self.flavor
+        interval = self.scenario.checkpoint_interval_s if trace_job.checkpoint_interval_s is None else trace_job.checkpoint_interval_s
         return Job(
             id=trace_job.id,
-            queue=self.policy.queue_of(trace_job.team),
+            queue=trace_job.queue or self.policy.queue_of(trace_job.team),
             team=trace_job.team,
             flavor=flavor,
             pod_sets=pod_sets_for(trace_job, self.width.get(flavor, 0)),
@@ -329,14 +346,16 @@ class Engine:
             submitted_at=trace_job.submit_s,
             topology=TopologyRequest(),
             runtime_limit_s=trace_job.runtime_limit_s,
-            checkpoint_interval_s=self.scenario.checkpoint_interval_s,
+            checkpoint_interval_s=interval or None,
             tolerations=self.policy.tolerations(trace_job.team),
+            priority_class=trace_job.priority_class,
         )
 
     def _arrive(self, trace_job: TraceJob, t: float) -> str | None:
         job = self.core_job(trace_job)
         record = JobRecord(job.id, job.team, job.gpus, trace_job.submit_s, trace_job.duration_s, trace_job.duration_s)
         record.pending_since = t
+        record.idle_hold_s = trace_job.idle_hold_s
         self.records[job.id] = record
         reason = self._never_fits(job)
         if reason:
@@ -357,7 +376,7 @@ class Engine:
 
     def _start(self, job_id: int, placement, t: float) -> None:
         record = self.records[job_id]
-        queue = self.policy.queue_of(record.team)
+        queue = self.core_queue_of(job_id)
         job = self.pending[queue].pop(job_id, None)
         if job is None:
             raise SimulationError(f"admitted job {job_id} is not pending")
@@ -372,6 +391,7 @@ class Engine:
             started_at=t,
             are_pods_ready=True,
             backoff_until=None,
+            idle_since=t + record.run_overhead_s + record.remaining_s if record.idle_hold_s else None,
         )
         self.in_use[queue] += job.gpus
         if record.first_start_s is None:
@@ -382,7 +402,7 @@ class Engine:
         record.run_overhead_s = record.overhead_due_s
         record.overhead_due_s = 0.0
         record.generation += 1
-        heapq.heappush(self.heap, (t + record.remaining_s + record.run_overhead_s, END, job_id, record.generation))
+        heapq.heappush(self.heap, (t + record.remaining_s + record.run_overhead_s + record.idle_hold_s, END, job_id, record.generation))
         if self.log_enabled:
             per_pod = {ps.name: ps.gpus_per_pod for ps in job.pod_sets}
             self._log(t, "start", job_id, tuple((p.node, per_pod[p.pod_set]) for p in placement))
@@ -394,16 +414,42 @@ class Engine:
         self.in_use[job.queue] -= job.gpus
         record.served_gpu_s += job.gpus * (t - record.run_started_s)
         record.lost_gpu_s += job.gpus * record.run_overhead_s  # the restart overhead is not useful work
+        if record.work_end_s is None:
+            record.work_end_s = min(t, record.run_started_s + record.run_overhead_s + record.remaining_s)
         record.remaining_s = 0.0
         record.end_s = t
         self._log(t, "end", job_id)
 
+    def _cancel(self, job_id: int, t: float) -> bool:
+        """The owner cancels the job: a pending one leaves its queue, a running one frees its GPUs (True)."""
+        record = self.records.get(job_id)
+        if record is None or record.end_s is not None or record.rejected:
+            return False
+        record.cancelled = True
+        if job_id in self.running:
+            self._finish(job_id, t)
+            return True
+        job = self.pending[self.core_queue_of(job_id)].pop(job_id, None)
+        if job is not None:
+            self.n_pending -= 1
+            self.pending_gpus -= job.gpus
+            record.waited_s += t - record.pending_since
+            record.end_s = t
+        return False
+
+    def core_queue_of(self, job_id: int) -> str:
+        trace_job = self.trace_jobs[job_id]
+        return trace_job.queue or self.policy.queue_of(trace_job.team)
+
     def _requeue(self, job_id: int, t: float, *, preempted_by: int | None = None, backoff_until: float | None = None) -> None:
         """A preempted or evicted gang frees its GPUs and waits again; work since the last checkpoint is lost."""
-        job = self.running.pop(job_id, None)
-        if job is None:
+        if job_id not in self.running:
             raise SimulationError(f"victim {job_id} is not running")
         record = self.records[job_id]
+        if record.idle_hold_s and t >= record.run_started_s + record.run_overhead_s + record.remaining_s:
+            self._finish(job_id, t)  # its work was done: only its idle hold ends early
+            return
+        job = self.running.pop(job_id)
         self._take(job, job.placement, +1)
         self.in_use[job.queue] -= job.gpus
         elapsed = t - record.run_started_s
@@ -450,7 +496,7 @@ class Engine:
 
     def _change_quota(self, change: QuotaChange) -> None:
         self.quotas.setdefault(change.team, {})[change.flavor] = change.gpus
-        queues = self.policy.queues(self.quotas)
+        queues = self.policy.queues(self.quotas, self.scenario.queue_teams)
         for name in queues:
             self.pending.setdefault(name, {})
             self.in_order.setdefault(name, True)

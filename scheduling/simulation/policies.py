@@ -58,14 +58,16 @@ class Policy:
     def queue_of(self, team: str) -> str:
         return ALL if self.single_queue else team
 
-    def queues(self, quotas: Mapping[str, Mapping[str, int]]) -> dict[str, Queue]:
+    def queues(self, quotas: Mapping[str, Mapping[str, int]], teams: Mapping[str, str] | None = None) -> dict[str, Queue]:
+        """One queue per key of `quotas`, of the team `teams` names for it (default: the team of that name)."""
         if self.single_queue:
             totals: dict[str, int] = {}
             for per_flavor in quotas.values():
                 for flavor, gpus in per_flavor.items():
                     totals[flavor] = totals.get(flavor, 0) + gpus
             return {ALL: self._queue(ALL, ALL, totals)}
-        return {team: self._queue(team, team, per_flavor) for team, per_flavor in quotas.items()}
+        teams = teams or {}
+        return {name: self._queue(name, teams.get(name, name), per_flavor) for name, per_flavor in quotas.items()}
 
     def _queue(self, name: str, team: str, per_flavor: Mapping[str, int]) -> Queue:
         return Queue(

@@ -61,6 +61,17 @@ class TraceJob:
     priority: int = 0
     runtime_limit_s: int | None = None
     flavor: str | None = None
+    queue: str | None = None
+    """None: the team's queue under the policy (a team may spread its jobs over queues of its own)."""
+    priority_class: str | None = None
+    checkpoint_interval_s: int | None = None
+    """None: the scenario's checkpoint interval; 0: this job never checkpoints."""
+    idle_hold_s: float = 0.0
+    """After its work the job keeps its GPUs, idle, this much longer (a hoarded allocation)."""
+    cancel_at_s: float | None = None
+    """The owner cancels the job at this time, pending or running (a placeholder)."""
+    stands_for: int | None = None
+    """The id of the job this one is a piece of or holds a place for (scenario bookkeeping; the core never sees it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +93,7 @@ class Trace:
 
 def _renumber(jobs: list[TraceJob]) -> tuple[TraceJob, ...]:
     ordered = sorted(jobs, key=lambda job: (job.submit_s, job.id))
-    return tuple(
-        TraceJob(i, j.submit_s, j.duration_s, j.gpus, j.team, j.gpus_per_pod, j.priority, j.runtime_limit_s, j.flavor)
-        for i, j in enumerate(ordered, start=1)
-    )
+    return tuple(replace(j, id=i) for i, j in enumerate(ordered, start=1))
 
 
 # --- Philly ----------------------------------------------------------------------------------
