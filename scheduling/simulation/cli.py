@@ -133,11 +133,7 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
           file=stdout)
     print(suite_table(document, document["policies"]), file=stdout)
     print(f"suite: {len(document['rows'])} rows in {document['wall_s']:.0f}s wall", file=stdout)
-    if o.get("json_out"):
-        with open(o["json_out"], "w") as handle:
-            json.dump(document, handle, indent=1, default=_json_default)
-        print(f"wrote {o['json_out']}", file=stdout)
-    return document
+    return _written(document, o, stdout)
 
 
 def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
@@ -151,6 +147,11 @@ def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
           f"{document['gamer']}; figures are means over the seeds, ×honest against the honest run of the same policy", file=stdout)
     print(gaming_table(document), file=stdout)
     print(f"gaming: {sum(len(rows) for rows in document['policies'].values())} runs in {document['wall_s']:.0f}s wall", file=stdout)
+    return _written(document, o, stdout)
+
+
+def _written(document: dict, o: dict, stdout: TextIO) -> dict:
+    """The document, written as JSON where --json says."""
     if o.get("json_out"):
         with open(o["json_out"], "w") as handle:
             json.dump(document, handle, indent=1, default=_json_default)
