@@ -214,10 +214,9 @@ def scheduler_config() -> SchedulerConfig:
 
 
 def idle_since_load() -> dict[int, float]:
-    """Per job flagged idle by the last usage collection (IdleJob): since when, taken as its admission (the collection
-    found it below the threshold for the whole grace period since then)."""
-    return {job_id: admitted_at.timestamp() for job_id, admitted_at in IdleJob.objects.values_list("job_id", "job__admitted_at")
-            if admitted_at is not None}
+    """Per job flagged idle by the last usage collection (IdleJob): since when it has been idle (IdleJob.since), so its
+    work before then counts as work a preemption would lose."""
+    return {job_id: since.timestamp() for job_id, since in IdleJob.objects.values_list("job_id", "since")}
 
 
 def with_idle_flags(admitted: tuple[Job, ...], idle_since: dict[int, float]) -> tuple[Job, ...]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scheduling.core.attained import service_level
+from scheduling.core.fairshare import order_key
 from scheduling.core.model import Job, Queue
 from scheduling.core.quota import QuotaLedger, cohort_of
 
@@ -69,11 +69,4 @@ def account_weight(members: list[Queue]) -> float:
 def account_order_key(queue: Queue, accounts: FairShareAccounts, ledger: QuotaLedger, head: Job,
                       levels_gpu_h: tuple[float, ...] = ()) -> tuple:
     """Lowest first: the team's share, then its faded history, then the queue's head job (as fairshare.queue_order_key)."""
-    return (
-        accounts.share(queue.team, ledger),
-        accounts.weighted_history(queue.team),
-        -head.priority,
-        service_level(head.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0,
-        head.submitted_at,
-        queue.name,
-    )
+    return order_key(accounts.share(queue.team, ledger), accounts.weighted_history(queue.team), queue.name, head, levels_gpu_h)

@@ -12,10 +12,10 @@ import threading
 from dataclasses import dataclass, field
 
 from scheduling.core.accounts import FairShareAccounts, account_order_key
-from scheduling.core.fairshare import queue_order_key, sort_queue
-from scheduling.core.borrowed import all_reclaimable_at_cost
-from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.attained import served_longer_victims
+from scheduling.core.borrowed import all_reclaimable_at_cost
+from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.model import (
     FLEET,
     Admission,

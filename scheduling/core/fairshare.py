@@ -70,13 +70,18 @@ def queue_order_key(
     queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = ()
 ) -> tuple:
     """Lowest first: share, then faded history per entitlement, then the head job's priority, service level and age."""
+    return order_key(dominant_share(queue, ledger), historical_usage / entitlement(queue), queue.name, head, levels_gpu_h)
+
+
+def order_key(share: float, weighted_history: float, queue_name: str, head: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:
+    """The order across queues, whoever holds the account (a queue, or a team: core.accounts)."""
     return (
-        dominant_share(queue, ledger),
-        historical_usage / entitlement(queue),
+        share,
+        weighted_history,
         -head.priority,
         service_level(head.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0,
         head.submitted_at,
-        queue.name,
+        queue_name,
     )
 
 

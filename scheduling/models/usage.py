@@ -99,6 +99,10 @@ class IdleJob(models.Model):
 
     job = models.OneToOneField("scheduling.Job", on_delete=models.CASCADE, primary_key=True, related_name="idle")
     mean_util_percent = models.FloatField()
+    since = models.DateTimeField(
+        help_text="The start of the first grace period in which the collection found the job idle, kept while it stays "
+                  "idle: the work before it is the job's, the time after it is not (core.idle)."
+    )
 
     def __str__(self) -> str:
         return f"job {self.job_id} idle at {self.mean_util_percent:.1f}%"

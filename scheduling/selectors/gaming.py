@@ -7,11 +7,11 @@ high number knows whether anything is left to do.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Q, Sum
 
+from scheduling import clock
 from scheduling.core.model import JobState
 from scheduling.models import IdleJob, Job, JobEvent, PriorityClass, Queue, Team
 from scheduling.models.jobs import HOLDING_STATES
@@ -74,7 +74,7 @@ class TeamSignals:
 def gaming_signals(*, now: float | None = None, team: str | None = None) -> list[TeamSignals]:
     """Every team's signals (or `team`'s), by team name. A handful of grouped queries whatever the number of jobs,
     except the splitting scan, which reads the id, owner, shape and time of the window's node-sized jobs."""
-    now = time.time() if now is None else now
+    now = clock.moment(now)
     since = to_datetime(now - WINDOW_S)
     teams = Team.objects.order_by("name")
     if team is not None:

@@ -125,14 +125,14 @@ def idle_allocations(*, user) -> list[IdleAllocation]:
     visible_teams = None if is_admin(user) else team_ids_of(user)
     idle = []
     for row in IdleJob.objects.filter(job__state__in=HOLDING_STATES).values(
-        "job_id", "mean_util_percent", "job__name", "job__gpus", "job__admitted_at", "job__queue__team_id",
+        "job_id", "mean_util_percent", "since", "job__name", "job__gpus", "job__queue__team_id",
         "job__queue__team__name", "job__queue__name",
     ):
         is_visible = visible_teams is None or row["job__queue__team_id"] in visible_teams
         idle.append(IdleAllocation(
             job_id=row["job_id"], job_name=row["job__name"] if is_visible else None, team=row["job__queue__team__name"],
             queue=row["job__queue__name"], gpus=row["job__gpus"], mean_util_percent=row["mean_util_percent"],
-            idle_since_s=row["job__admitted_at"].timestamp(),
+            idle_since_s=row["since"].timestamp(),
         ))
     idle.sort(key=lambda a: (-a.gpus, a.mean_util_percent, a.job_id))
     return idle

@@ -185,10 +185,13 @@ def idle_jobs_record(*, now: float) -> None:
         UsageRollup.objects.filter(start__gt=to_datetime(now - grace_s - MINUTE_S), start__lte=to_datetime(now), job__in=held)
         .values("job_id").annotate(allocated=Sum("allocated_gpu_s"), used=Sum("used_gpu_s")).order_by()
     )
+    # A job found idle before keeps its start; a newly found one has been idle since the grace period began.
+    known_since = dict(IdleJob.objects.values_list("job_id", "since"))
     idle = []
     for row in per_job:
         util = use_percent(row["used"], row["allocated"])
         if util is not None and util < threshold:
-            idle.append(IdleJob(job_id=row["job_id"], mean_util_percent=util))
+            since = known_since.get(row["job_id"]) or to_datetime(now - grace_s)
+            idle.append(IdleJob(job_id=row["job_id"], mean_util_percent=util, since=since))
     IdleJob.objects.all().delete()
     IdleJob.objects.bulk_create(idle)

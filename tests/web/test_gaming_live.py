@@ -43,6 +43,17 @@ def test_a_hoarding_job_is_flagged_idle_and_the_snapshot_carries_the_flag(hoarde
     assert flagged == {hoarder["hoard"].pk}
 
 
+def test_a_job_is_idle_since_its_first_idle_grace_period_not_since_its_admission(hoarder):
+    """The usage collection at minute 5 first finds the hoard idle over the grace period (4 min) and a later one keeps
+    that start: work before it is the job's, so a preemption's cost counts it."""
+    first_found = T0 + 300 - 240
+    assert IdleJob.objects.get().since.timestamp() == first_found
+    usage_collect(now=T0 + 360, source=fixed_util({hoarder["vision-busy"].pk: 92.0, hoarder["hoard"].pk: 3.0,
+                                                   hoarder["language-busy"].pk: 88.0}))
+    snapshot, _ = snapshot_build(now=T0 + 361, cluster=get_cluster())
+    assert {job.id: job.idle_since for job in snapshot.admitted if job.idle_since is not None} == {hoarder["hoard"].pk: first_found}
+
+
 def test_the_hoard_is_chosen_first_when_its_owner_needs_gpus_back(org, hoarder, every_plan_runs):
     reclaimer = submit(org, count=2, name="vision-reclaim", at=T0 + 302)
     reconcile_pass_run(now=T0 + 303)
