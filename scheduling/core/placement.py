@@ -206,6 +206,18 @@ class FleetState:
         """Where the whole gang would go now, or None. Does not change the state."""
         if not self.topology_aware:
             return self._first_fit(job)
+        chosen = self._choose_domain(job, levels, within)
+        return self._assign(*chosen) if chosen is not None else None
+
+    def fits(self, job: Job, *, levels: Sequence[str] | None = None, within: Domain | None = None) -> bool:
+        """Whether `place` would find a placement: answered on the histograms, without naming the nodes (the
+        preemption planner asks this thousands of times per plan)."""
+        if not self.topology_aware:
+            return self._first_fit(job) is not None
+        return self._choose_domain(job, levels, within) is not None
+
+    def _choose_domain(self, job: Job, levels: Sequence[str] | None, within: Domain | None):
+        """The domain state the gang goes to, with its tolerated classes and pods largest first; or None."""
         classes = self.tolerated_classes(job)
         if not classes:
             return None
@@ -214,14 +226,14 @@ class FleetState:
             within = None  # a plan only quota blocked names the fleet: the gang still goes inside its required level
         if within is not None:
             best, _ = self._best_domain([self._state_by_key[within.key]], classes, pods, job.gpus)
-            return self._assign(best, classes, pods) if best else None
+            return (best, classes, pods) if best else None
         # A preferred level is a promise of locality: the first level that fits wins. Without one,
         # a coarser domain wins only if it breaks fewer whole nodes than the finer one would.
         locality_first = job.topology.preferred is not None
         if self.single_pods_fleet_wide and levels is None and len(pods) == 1 and job.topology == TopologyRequest():
             levels = (FLEET,)  # SchedulerConfig.single_pods_fleet_wide
         chosen, chosen_score = None, None
-        for rank, level in enumerate(levels or levels_to_try(self.topology, job.topology)):
+        for level in levels or levels_to_try(self.topology, job.topology):
             best, score = self._best_domain(self._domain_states.get(level, ()), classes, pods, job.gpus)
             if best is None:
                 continue
@@ -229,7 +241,7 @@ class FleetState:
                 chosen, chosen_score = best, score
             if locality_first or chosen_score[0] == 0:
                 break
-        return self._assign(chosen, classes, pods) if chosen is not None else None
+        return (chosen, classes, pods) if chosen is not None else None
 
     def _best_domain(self, states, classes, pods, demand_gpus) -> tuple[_DomainState | None, tuple | None]:
         best, best_score = None, None

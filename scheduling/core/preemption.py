@@ -193,7 +193,7 @@ def _plan_in_best_domain(job: Job, ordered: list[_Candidate], fleet: FleetState,
     quota_blocks = reason is PendingReason.QUOTA
     if quota_blocks and not _quota_can_be_met(job, ordered, ledger):
         return None
-    if quota_blocks and fleet.place(job) is not None:
+    if quota_blocks and fleet.fits(job):
         # Only quota blocks: the victims may run anywhere; the gang then goes where it fits now.
         victims = _victims_for_domain(job, None, ordered, fleet, ledger)
         return _plan(job, victims, FLEET, reason) if victims is not None else None
@@ -278,7 +278,7 @@ def _quota_can_be_met(job: Job, ordered: Sequence[_Candidate], ledger: QuotaLedg
     for first, gpus in by_queue.values():
         ledger.shift(first, -gpus)
     try:
-        return ledger.check(job).fits
+        return ledger.fits(job)
     finally:
         for first, gpus in by_queue.values():
             ledger.shift(first, gpus)
@@ -318,15 +318,17 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
         _restore(candidate.job, fleet, ledger)
         reclaimed -= candidate.rule == RECLAIM
 
-    def fits() -> bool:
-        if not ledger.check(job).fits or (reclaimed and not _is_within_nominal(job, ledger)):
+    def has_room() -> bool:
+        """The gang fits its domain, and a plan that reclaims leaves it within nominal (its quota aside)."""
+        if reclaimed and not _is_within_nominal(job, ledger):
             return False
-        return domain is None or (
-            fleet.free_gpus_in(domain, classes) >= job.gpus and fleet.place(job, within=domain) is not None
-        )
+        return domain is None or (fleet.free_gpus_in(domain, classes) >= job.gpus and fleet.fits(job, within=domain))
+
+    def fits() -> bool:
+        return ledger.fits(job) and has_room()
 
     try:
-        quota_fits = ledger.check(job).fits
+        quota_fits = ledger.fits(job)
         for candidate in ordered:
             if candidate.lender_queue is not None and ledger.borrowed(candidate.lender_queue, job.flavor) <= 0:
                 continue  # its queue is back within nominal: nothing left to reclaim from it
@@ -334,9 +336,10 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
                 continue  # quota is met; a victim outside the domain frees no room the gang can use
             take(candidate)
             removed.append(candidate)
-            if fits():
+            # Taking victims only lowers usage, so quota once met stays met while they are taken.
+            quota_fits = quota_fits or ledger.fits(job)
+            if quota_fits and has_room():
                 break
-            quota_fits = quota_fits or ledger.check(job).fits
         else:
             return None
         # The last victim taken was needed; the others go back, latest taken first, if the gang still fits.

@@ -121,25 +121,21 @@ class QuotaLedger:
         after = used + job.gpus
         has_cohort = queue.cohort is not None
         may_borrow = has_cohort and job.is_preemptible
-        if not may_borrow:
-            ceiling = quota.nominal
-        elif quota.borrowing_limit is None:
-            ceiling = UNLIMITED
-        else:
-            ceiling = quota.nominal + quota.borrowing_limit
+        ceiling = _ceiling(quota, may_borrow)
         pool_free = self.pool_free(cohort_of(queue), job.flavor)
         reachable = max(0, guaranteed(quota) - used) + pool_free
         room = max(0, min(ceiling - used, reachable))
-        limit = ""
-        if after > ceiling:
+        # Past the ceiling, or the cohort's pool cannot give what the job would draw from it:
+        if self.fits(job):
+            limit = ""
+        elif after > ceiling:
             limit = QuotaLimit.BORROWING_LIMIT if may_borrow else QuotaLimit.NOT_PREEMPTIBLE if has_cohort else QuotaLimit.NOMINAL
-        elif _draw(quota, after) - _draw(quota, used) > pool_free:
-            if not has_cohort:
-                limit = QuotaLimit.NOMINAL
-            elif after <= quota.nominal:
-                limit = QuotaLimit.LENT_OUT
-            else:
-                limit = QuotaLimit.COHORT_EXHAUSTED
+        elif not has_cohort:
+            limit = QuotaLimit.NOMINAL
+        elif after <= quota.nominal:
+            limit = QuotaLimit.LENT_OUT
+        else:
+            limit = QuotaLimit.COHORT_EXHAUSTED
         return QuotaCheck(
             fits=not limit,
             is_borrowing=after > quota.nominal,
@@ -152,6 +148,18 @@ class QuotaLedger:
             room=room,
             limit=limit,
         )
+
+    def fits(self, job: Job) -> bool:
+        """`check(job).fits` without the figures a message needs: the preemption planner asks it after every victim
+        it takes."""
+        queue = self.queues.get(job.queue)
+        quota = queue.quotas.get(job.flavor) if queue else None
+        if quota is None:
+            return False
+        used = self.usage(job.queue, job.flavor)
+        after = used + job.gpus
+        return (after <= _ceiling(quota, queue.cohort is not None and job.is_preemptible)
+                and _draw(quota, after) - _draw(quota, used) <= self.pool_free(cohort_of(queue), job.flavor))
 
     # --- mutation ------------------------------------------------------------------------
 
@@ -186,6 +194,13 @@ def lendable(quota: Quota) -> int:
 
 def guaranteed(quota: Quota) -> int:
     return quota.nominal - lendable(quota)
+
+
+def _ceiling(quota: Quota, may_borrow: bool) -> int:
+    """The most GPUs the queue may use for a job: its nominal quota, plus its borrowing limit if the job may borrow."""
+    if not may_borrow:
+        return quota.nominal
+    return UNLIMITED if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit
 
 
 def _draw(quota: Quota, used: int) -> int:

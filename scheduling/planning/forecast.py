@@ -278,7 +278,7 @@ class _Forward:
         shape = job.shape
         ok = fits_cache.get(shape)
         if ok is None:
-            ok = fits_cache[shape] = self.fleet.place(job) is not None
+            ok = fits_cache[shape] = self.fleet.fits(job)
         return ok
 
     def _strict_prefix(self, line: _QueueLine, admissible: dict, t: float, picked: set[int]) -> None:
