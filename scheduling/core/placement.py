@@ -92,6 +92,7 @@ class FleetState:
             self._level_ix[level] = tuple(range(len(self._states) - len(states), len(self._states)))
         self._node_domain_ix = [tuple(ix) for ix in node_domain_ix]
         self._tolerated_cache: dict[tuple, tuple[int, ...]] = {}
+        self._pods_cache: dict[tuple, tuple[tuple[str, int], ...]] = {}
 
     def copy(self) -> "FleetState":
         """An independent copy for one cycle to mutate; immutable parts (nodes, domains, classes) are shared."""
@@ -221,7 +222,9 @@ class FleetState:
         classes = self.tolerated_classes(job)
         if not classes:
             return None
-        pods = _pods_largest_first(job)
+        pods = self._pods_cache.get(job.pod_sets)
+        if pods is None:
+            pods = self._pods_cache[job.pod_sets] = _pods_largest_first(job)
         if within is not None and within.level == FLEET and job.topology.required:
             within = None  # a plan only quota blocked names the fleet: the gang still goes inside its required level
         if within is not None:
@@ -326,10 +329,10 @@ class FleetState:
         return GangPlacement(fleet, tuple(placed), tuple(sizes))
 
 
-def _pods_largest_first(job: Job) -> list[tuple[str, int]]:
+def _pods_largest_first(job: Job) -> tuple[tuple[str, int], ...]:
     pods = [(ps.name, ps.gpus_per_pod) for ps in job.pod_sets for _ in range(ps.count)]
     pods.sort(key=lambda pod: -pod[1])
-    return pods
+    return tuple(pods)
 
 
 def _pods_with_gpus(placement: Iterable[PodPlacement], job: Job):

@@ -86,10 +86,13 @@ class QuotaLedger:
         self.used: dict[tuple[str, str], int] = {}
         self.pool_size: dict[tuple[str, str], int] = {}
         self.pool_drawn: dict[tuple[str, str], int] = {}
-        for queue in queues.values():
+        self.pool_of: dict[tuple[str, str], tuple[tuple[str, str], int]] = {}
+        """(queue, flavor) → its cohort's pool and its guaranteed part (usage above it draws from the pool)."""
+        for name, queue in queues.items():
             for flavor, quota in queue.quotas.items():
                 key = (cohort_of(queue), flavor)
                 self.pool_size[key] = self.pool_size.get(key, 0) + lendable(quota)
+                self.pool_of[(name, flavor)] = (key, guaranteed(quota))
         for job in holding:
             self.add(job)
 
@@ -174,14 +177,15 @@ class QuotaLedger:
         self._shift(job, gpus)
 
     def _shift(self, job: Job, delta: int) -> None:
-        queue = self.queues.get(job.queue)
+        # The hot path of preemption planning (every victim taken and put back): the pool and guaranteed part are
+        # looked up once per queue and flavor, at construction.
         key = (job.queue, job.flavor)
         before = self.used.get(key, 0)
-        self.used[key] = before + delta
-        quota = queue.quotas.get(job.flavor) if queue else None
-        if quota is not None:
-            pool = (cohort_of(queue), job.flavor)
-            self.pool_drawn[pool] = self.pool_drawn.get(pool, 0) + _draw(quota, before + delta) - _draw(quota, before)
+        after = self.used[key] = before + delta
+        pool_of = self.pool_of.get(key)
+        if pool_of is not None:
+            pool, floor = pool_of
+            self.pool_drawn[pool] = self.pool_drawn.get(pool, 0) + max(0, after - floor) - max(0, before - floor)
 
 
 def cohort_of(queue: Queue) -> str:
