@@ -52,6 +52,18 @@ def test_golden_trace_arrivals_admissions_and_ends_event_by_event():
     assert waits == {1: 0.0, 2: 0.0, 3: 40.0, 4: 80.0}
 
 
+def test_on_a_beat_cycles_run_only_on_its_multiples_and_serve_what_came_in_between_together():
+    jobs = trace(
+        (0, "a", 8, 100),  # 1: on the beat: starts at once
+        (10, "b", 8, 50),  # 2: waits for the beat at 60
+        (20, "a", 4, 30),  # 3: no room until job 1 ends at 100; the next beat is 120
+    )
+    beat = replace(scenario(jobs, {"a": 8, "b": 8}), cycle_interval_s=60.0)
+    result = simulate(beat, get_policy("kueue-like"), log=True)
+    assert [(t, job) for t, what, job in events(result) if what == "start"] == [(0.0, 1), (60.0, 2), (120.0, 3)]
+    assert {r.id: r.waited_s for r in result.records.values()} == {1: 0.0, 2: 50.0, 3: 100.0}
+
+
 def test_strict_fifo_new_arrival_waits_behind_its_blocked_head():
     jobs = trace(
         (0, "a", 8, 100),  # 1: all of team a's partition
