@@ -126,6 +126,10 @@ class JobRecord:
     """GPUs kept idle after the work (TraceJob.idle_hold_s)."""
     work_end_s: float | None = None
     """When the job's work was done (before any idle hold)."""
+    work_gpu_s_in_span: float = 0.0
+    """GPU-seconds of the job's work done before the trace's last submission (SimResult.horizon_s) and kept: not the
+    restart overhead, work lost to a preemption, or an idle hold. The job's share of the fleet while the whole trace's
+    demand was there, counted as it ran (a job that ends after the horizon counts its part before it)."""
     cancelled: bool = False
 
 
@@ -440,8 +444,10 @@ class Engine:
         self.in_use[job.queue] -= job.gpus
         record.served_gpu_s += job.gpus * (t - record.run_started_s)
         record.lost_gpu_s += job.gpus * record.run_overhead_s  # the restart overhead is not useful work
+        work_end_s = min(t, record.run_started_s + record.run_overhead_s + record.remaining_s)
+        self._count_work(record, job.gpus, work_end_s - record.run_started_s - record.run_overhead_s)
         if record.work_end_s is None:
-            record.work_end_s = min(t, record.run_started_s + record.run_overhead_s + record.remaining_s)
+            record.work_end_s = work_end_s
         record.remaining_s = 0.0
         record.end_s = t
         self._log(t, "end", job_id)
@@ -482,6 +488,7 @@ class Engine:
         interval = self.scenario.checkpoint_interval_s
         saved = elapsed - elapsed % interval if interval else 0.0
         progress = min(record.remaining_s, max(0.0, saved - record.run_overhead_s))
+        self._count_work(record, job.gpus, progress)
         record.remaining_s -= progress
         record.served_gpu_s += job.gpus * elapsed
         record.lost_gpu_s += job.gpus * (elapsed - progress)
@@ -505,6 +512,11 @@ class Engine:
         )
         self._enqueue(requeued)
         self._log(t, "preempt" if preempted_by is not None else "evict", job_id, preempted_by)
+
+    def _count_work(self, record: JobRecord, gpus: int, work_s: float) -> None:
+        """The run's kept work (`work_s` after its restart overhead) that falls before the horizon."""
+        work_from = record.run_started_s + record.run_overhead_s
+        record.work_gpu_s_in_span += gpus * max(0.0, min(work_from + work_s, self.result.horizon_s) - work_from)
 
     def _take(self, job: Job, placement, sign: int) -> None:
         """Move a gang's GPUs on or off its nodes; `sign` −1 allocates, +1 releases."""

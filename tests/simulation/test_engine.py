@@ -106,6 +106,22 @@ def test_checkpoints_keep_the_work_up_to_the_last_one():
     assert result.records[1].lost_gpu_s == 16 * (50.0 + 300.0)  # 50 s since the checkpoint + the restart overhead
 
 
+@pytest.mark.parametrize(
+    ("jobs", "checkpoint", "expected"),
+    [
+        pytest.param(trace((0, "a", 8, 100), (50, "b", 8, 10)), None, {1: 8 * 50.0, 2: 0.0},
+                     id="a run across the last submission counts its part before it"),
+        pytest.param(trace((0, "b", 16, 1000), (250, "a", 8, 100)), 100, {1: 16 * 200.0, 2: 0.0},
+                     id="a preempted run counts the work its checkpoints kept"),
+        pytest.param(trace((0, "b", 16, 1000), (250, "a", 8, 100)), None, {1: 0.0, 2: 0.0},
+                     id="a preempted run without checkpoints counts nothing"),
+    ],
+)
+def test_the_work_in_the_span_is_the_kept_work_before_the_last_submission(jobs, checkpoint, expected):
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}, checkpoint=checkpoint), EVERY_PLAN_RUNS)
+    assert {r.id: r.work_gpu_s_in_span for r in result.records.values()} == expected
+
+
 def test_without_approval_a_cross_team_reclaim_waits():
     jobs = trace((0, "b", 16, 1000), (10, "a", 8, 100))
     result = simulate(scenario(jobs, {"a": 8, "b": 8}), replace(get_policy("gangway"), approve="none"), log=True)
