@@ -186,6 +186,15 @@ class FleetState:
             if whole:
                 state.whole_nodes[c] += whole
 
+    def allocate_nodes(self, gpus_by_node: Iterable[tuple[int, int]]) -> None:
+        """(node index, GPUs) pairs, as the preemption planner keeps its victims' pods."""
+        for i, gpus in gpus_by_node:
+            self._shift(i, -gpus)
+
+    def release_nodes(self, gpus_by_node: Iterable[tuple[int, int]]) -> None:
+        for i, gpus in gpus_by_node:
+            self._shift(i, +gpus)
+
     def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):
             if pod.node in self.index_of:

@@ -369,14 +369,12 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
 
 
 def _evict(candidate: _Candidate, fleet: FleetState, ledger: QuotaLedger) -> None:
-    for i, gpus in candidate.gpus_by_node:
-        fleet.release(i, gpus)
+    fleet.release_nodes(candidate.gpus_by_node)
     ledger.shift(candidate.job, -candidate.gpus)
 
 
 def _restore(candidate: _Candidate, fleet: FleetState, ledger: QuotaLedger) -> None:
-    for i, gpus in candidate.gpus_by_node:
-        fleet.allocate(i, gpus)
+    fleet.allocate_nodes(candidate.gpus_by_node)
     ledger.shift(candidate.job, candidate.gpus)
 
 

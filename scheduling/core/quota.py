@@ -167,18 +167,15 @@ class QuotaLedger:
     # --- mutation ------------------------------------------------------------------------
 
     def add(self, job: Job) -> None:
-        self._shift(job, +job.gpus)
+        self.shift(job, +job.gpus)
 
     def remove(self, job: Job) -> None:
-        self._shift(job, -job.gpus)
+        self.shift(job, -job.gpus)
 
-    def shift(self, job: Job, gpus: int) -> None:
-        """Add `gpus` (negative: remove) to the usage of `job`'s queue and flavor: many jobs of one queue at once."""
-        self._shift(job, gpus)
-
-    def _shift(self, job: Job, delta: int) -> None:
-        # The hot path of preemption planning (every victim taken and put back): the pool and guaranteed part are
-        # looked up once per queue and flavor, at construction.
+    def shift(self, job: Job, delta: int) -> None:
+        """Add `delta` GPUs (negative: remove) to the usage of `job`'s queue and flavor: a victim the planner takes
+        or puts back, or many jobs of one queue at once."""
+        # The hot path of preemption planning: the pool and guaranteed part are looked up once, at construction.
         key = (job.queue, job.flavor)
         before = self.used.get(key, 0)
         after = self.used[key] = before + delta
