@@ -260,7 +260,8 @@ def run_gaming(*, seeds: tuple[int, ...] = (1,), strategies: tuple[str, ...] = t
 
 def _row(runs: dict[int, Outcome], honest: dict[int, Outcome]) -> dict:
     """One strategy under one policy: its figures averaged over the seeds, each ratio to the honest run paired by seed."""
-    per_seed = {seed: {ratio: _ratio(getattr(o, figure), getattr(honest[seed], figure)) for ratio, figure in RATIOS.items()}
+    per_seed = {seed: {**asdict(o), **{ratio: _ratio(getattr(o, figure), getattr(honest[seed], figure))
+                                       for ratio, figure in RATIOS.items()}}
                 for seed, o in runs.items()}
     row: dict = {name: sum(getattr(o, name) for o in runs.values()) / len(runs) for name in Outcome.__dataclass_fields__}
     estimates = {ratio: estimate([ratios[ratio] for ratios in per_seed.values()]) for ratio in RATIOS}
