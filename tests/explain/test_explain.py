@@ -79,6 +79,17 @@ def test_fit_with_fragmentation_enough_free_gpus_but_not_enough_whole_nodes():
     assert len(defrag.nodes) == 2 and len(defrag.jobs) == 2
 
 
+def test_the_cycles_fit_verdict_is_the_explanations_fit_sentence_without_the_racks():
+    nodes = rack_fleet(racks=2, nodes=2)
+    small = [a_gang(1, 4).id(i + 1).in_queue("q").running_on(n, since=NOW - 300)
+             for i, n in enumerate(["b0r0n0", "b0r0n1", "b0r1n0", "b0r1n1"])]
+    snap = snapshot(nodes, [queue("q", 64)], admitted=small, pending=[a_gang(2, 8).id(9)], now=NOW,
+                    config=SchedulerConfig(preemption_enabled=False))
+    (verdict,) = run_admission_cycle(snap).pending
+    assert verdict.reason is PendingReason.FIT
+    assert explained(snap, 9).fit.message == f"{verdict.message} (block=b0/rack=b0r0 8, block=b0/rack=b0r1 8)"
+
+
 def test_fit_inside_a_required_block_reports_the_largest_block():
     nodes = rack_fleet(blocks=2, racks=1, nodes=2)  # two blocks of 2 nodes
     snap = snapshot(nodes, [queue("q", 64)], pending=[a_gang(3, 8).id(9).requires("block")], now=NOW)
