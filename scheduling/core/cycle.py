@@ -26,6 +26,7 @@ from scheduling.core.model import (
     PlannedPreemption,
     QueueingStrategy,
     Snapshot,
+    StateAfterCycle,
     Verdict,
 )
 from scheduling.core.payoff import (
@@ -387,6 +388,7 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             evictions=tuple(self.evictions),
             pending=self.pending,
+            state_after=StateAfterCycle(self.fleet, self.ledger),
         )
 
 
