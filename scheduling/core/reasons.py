@@ -31,25 +31,27 @@ class FreeCapacity:
 def free_capacity(job: Job, fleet: FleetState) -> FreeCapacity:
     # One pass over the nodes: a cycle counts this for every shape that does not fit.
     classes = set(fleet.tolerated_classes(job))
-    usable = free_gpus = whole = whole_gpus = partly = node_gpus = flavor_gpus = 0
+    is_schedulable, node_class, free_by_node = fleet.is_schedulable, fleet.node_class, fleet.free
+    usable = free_gpus = whole = whole_gpus = partly = node_gpus = 0
     for i, node in enumerate(fleet.nodes):
-        if node.flavor == job.flavor and node.capacity_gpus > flavor_gpus:
-            flavor_gpus = node.capacity_gpus
-        if not fleet.is_schedulable[i] or fleet.node_class[i] not in classes:
+        if not is_schedulable[i] or node_class[i] not in classes:
             continue
         usable += 1
-        if node.allocatable_gpus > node_gpus:
-            node_gpus = node.allocatable_gpus
-        free = fleet.free[i]
+        allocatable = node.allocatable_gpus
+        if allocatable > node_gpus:
+            node_gpus = allocatable
+        free = free_by_node[i]
         if free <= 0:
             continue
         free_gpus += free
-        if free == node.allocatable_gpus:
+        if free == allocatable:
             whole += 1
             whole_gpus += free
         else:
             partly += 1
-    return FreeCapacity(usable, free_gpus, whole, free_gpus - whole_gpus, partly, node_gpus or flavor_gpus)
+    if not node_gpus:
+        node_gpus = max((node.capacity_gpus for node in fleet.nodes if node.flavor == job.flavor), default=0)
+    return FreeCapacity(usable, free_gpus, whole, free_gpus - whole_gpus, partly, node_gpus)
 
 
 def fit_message(
