@@ -149,7 +149,8 @@ def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
           f"{document['gamer']}; figures are means over the seeds; ×honest is the mean of each seed's ratio to the honest "
           f"run of the same policy and seed, with its 95 % interval", file=stdout)
     print(gaming_table(document), file=stdout)
-    print(f"gaming: {sum(len(rows) for rows in document['policies'].values())} runs in {document['wall_s']:.0f}s wall", file=stdout)
+    replays = sum(len(rows) for rows in document["policies"].values()) * len(seeds)
+    print(f"gaming: {replays} replays in {document['wall_s']:.0f}s wall", file=stdout)
     return _written(document, o, stdout)
 
 
