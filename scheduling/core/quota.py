@@ -128,17 +128,13 @@ class QuotaLedger:
         pool_free = self.pool_free(cohort_of(queue), job.flavor)
         reachable = max(0, guaranteed(quota) - used) + pool_free
         room = max(0, min(ceiling - used, reachable))
-        # Past the ceiling, or the cohort's pool cannot give what the job would draw from it:
         if self.fits(job):
             limit = ""
         elif after > ceiling:
             limit = QuotaLimit.BORROWING_LIMIT if may_borrow else QuotaLimit.NOT_PREEMPTIBLE if has_cohort else QuotaLimit.NOMINAL
-        elif not has_cohort:
-            limit = QuotaLimit.NOMINAL
-        elif after <= quota.nominal:
-            limit = QuotaLimit.LENT_OUT
-        else:
-            limit = QuotaLimit.COHORT_EXHAUSTED
+        else:  # within the ceiling: the cohort's pool cannot give what the job would draw from it
+            limit = (QuotaLimit.NOMINAL if not has_cohort else QuotaLimit.LENT_OUT if after <= quota.nominal
+                     else QuotaLimit.COHORT_EXHAUSTED)
         return QuotaCheck(
             fits=not limit,
             is_borrowing=after > quota.nominal,
