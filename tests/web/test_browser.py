@@ -5,6 +5,7 @@ its row whose refusal shows there, and the placement list that keeps its open st
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import time
@@ -17,7 +18,6 @@ from scheduling.services import reconcile_pass_run
 pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("GANGWAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-OPEN_VISION_QUOTA = "a[aria-label='Change the H100-80GB quota of vision-main']"
 
 
 @pytest.fixture
@@ -39,6 +39,13 @@ def page(transactional_db, live_server, monkeypatch):
     from django.db import connections
 
     connections.close_all()  # the sync Playwright loop leaves this thread's connection marked async-unsafe
+
+
+def open_vision_quota(page) -> None:
+    """Open vision-main's quota form in its row; once htmx has put the focus in it, the test types (typed earlier,
+    a field's text could land in the field htmx focuses)."""
+    page.click("a[aria-label='Change the H100-80GB quota of vision-main']")
+    page.wait_for_function("document.activeElement.name === 'nominal'")
 
 
 def login(page, username: str) -> None:
@@ -77,7 +84,7 @@ def test_a_researcher_submits_and_sees_the_admission_arrive_without_reloading(pa
     page.click("button:has-text('Log out')")
     login(page, "vision-lead")
     page.goto("/queues/")
-    page.click(OPEN_VISION_QUOTA)
+    open_vision_quota(page)
     page.fill("input[aria-label='nominal vision-main H100-80GB']", "24")
     page.click("form[action*='vision-main'] button:has-text('Save')")
     page.wait_for_selector("text=Quota of vision-main for H100-80GB saved.")
@@ -105,6 +112,10 @@ def test_use_over_time_borrowing_and_history_charts_render_with_data_and_no_erro
     assert page.locator("#usage-charts [data-usage-chart]").count() == 2  # one per team with use
     assert page.locator("#usage-charts [data-usage-chart] .scatterlayer .trace").count() == 4  # allocated and used each
     assert "vision\t48 GPUs" in page.inner_text("#usage-table")
+    sent, drawn = page.evaluate("""() => { const chart = document.querySelector('#usage-charts [data-usage-chart]');
+        return [JSON.parse(document.getElementById(chart.dataset.usageChart).textContent), chart.data[0].x]; }""")
+    first = datetime.datetime.fromisoformat(sent["start"])  # the chart is sent its first bin and the step, not every time
+    assert drawn == [(first + datetime.timedelta(seconds=i * sent["step_s"])).strftime("%Y-%m-%dT%H:%M:%S") for i in range(len(sent["used"]))]
 
     page.click("#usage-charts a.choice:text-is('flavor')")  # htmx swaps in the per-flavor charts, drawn again
     page.wait_for_selector("#usage-charts figcaption:has-text('H100-80GB')")
@@ -180,7 +191,7 @@ def test_an_admin_approves_a_plan_after_the_confirmation_and_the_victims_event_n
 def test_a_lead_previews_and_saves_a_quota_change_and_finds_it_in_the_audit_log(page, org):
     login(page, "vision-lead")
     page.goto("/queues/")
-    page.click(OPEN_VISION_QUOTA)
+    open_vision_quota(page)
     page.fill("input[aria-label='nominal vision-main H100-80GB']", "24")
     page.click("#quota-vision-main-H100-80GB button:has-text('Preview')")
     page.wait_for_selector("h1:has-text('Preview: queue vision-main, H100-80GB')")
@@ -196,7 +207,7 @@ def test_a_lead_previews_and_saves_a_quota_change_and_finds_it_in_the_audit_log(
     assert "quotas.H100-80GB.nominal: 32 → 24" in row.inner_text()
 
     page.goto("/queues/")  # a refused change: the error beside its field, the typed value kept
-    page.click(OPEN_VISION_QUOTA)
+    open_vision_quota(page)
     page.fill("input[aria-label='borrowing limit vision-main H100-80GB']", "100000")
     page.click("#quota-vision-main-H100-80GB button:has-text('Save')")
     page.wait_for_selector("#id_vision-main_H100-80GB_borrowing_limit_error:has-text('more than the 64 H100-80GB GPUs')")
@@ -209,10 +220,8 @@ def test_a_quota_form_opens_in_its_row_and_a_refused_change_shows_its_error_ther
     page.goto("/queues/")
     assert page.locator("form#quota-vision-main-H100-80GB").count() == 0, "no form until asked for"
     page.evaluate("window.notReloaded = true")
-    page.click(OPEN_VISION_QUOTA)
+    open_vision_quota(page)  # and the opened form has the focus
     nominal = page.locator("input[aria-label='nominal vision-main H100-80GB']")
-    nominal.wait_for()
-    page.wait_for_function("document.activeElement.name === 'nominal'")  # the opened form has the focus
 
     nominal.fill("99")  # above the team's allotment of 32
     with page.expect_response(lambda response: response.request.method == "POST") as answer:
