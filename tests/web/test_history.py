@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from scheduling.models import Job, JobEvent, Queue
-from scheduling.selectors.history import _events_between, _grouped_in_database, _grouped_in_python, _percentile, queue_history
+from scheduling.models import HistoryDay, Job, JobEvent, Queue
+from scheduling.selectors.history import SETTLED_AFTER_S, _grouped_in_database, _grouped_in_python, _percentile, queue_history
 from scheduling.services import job_submit, reconcile_pass_run
 from tests.conftest import H100
 
@@ -51,16 +51,13 @@ def test_postgresql_groups_and_takes_the_same_nearest_rank_percentiles_as_python
 
     today = timezone.now().astimezone(dt.timezone.utc).date()
     week = (today - dt.timedelta(days=6), today + dt.timedelta(days=1))
-    in_database = _grouped_in_database(_events_between(*week), names)
+    in_database = _grouped_in_database(*week, names)
 
-    assert in_database == _grouped_in_python(_events_between(*week), names)
+    assert in_database == _grouped_in_python(*week, names)
     assert [(r.admissions, r.preemptions, round(r.p95_wait_s / 60)) for r in in_database] == [(7, 3, 49)]
 
 
-def test_an_ended_day_is_read_once_and_today_always(org, django_assert_num_queries):
-    from django.core.cache import cache
-
-    cache.clear()
+def test_an_ended_day_is_computed_once_for_every_worker_and_today_read_each_time(org, django_assert_num_queries):
     now = timezone.now()
     yesterday = now - dt.timedelta(days=1)
     job = job_submit(user=org["vision-researcher"], queue_name="vision-main", flavor_name=H100, name="old",
@@ -68,10 +65,21 @@ def test_an_ended_day_is_read_once_and_today_always(org, django_assert_num_queri
     JobEvent.objects.filter(job=job).update(created_at=yesterday)
     JobEvent.objects.create(job=job, from_state="pending", to_state="admitted", reason="admitted")
     JobEvent.objects.filter(job=job, to_state="admitted").update(created_at=yesterday)
-    assert [(r.day, r.admissions) for r in queue_history(days=7)] == [(yesterday.astimezone(dt.timezone.utc).date(), 1)]
+    day = yesterday.astimezone(dt.timezone.utc).date()
+    noon = dt.datetime.combine(now.astimezone(dt.timezone.utc).date(), dt.time(12), tzinfo=dt.timezone.utc)
+    assert [(r.day, r.admissions) for r in queue_history(days=7, now=noon)] == [(day, 1)]
+    assert HistoryDay.objects.count() == 6, "each ended day stored, with its rows or none"
 
     JobEvent.objects.create(job=job, from_state="running", to_state="preempted", reason="preempted")
-    with django_assert_num_queries(2):  # the queues' names and today's events
-        rows = queue_history(days=7)
+    with django_assert_num_queries(3):  # the stored days, the queues' names and today's events: what a fresh worker reads
+        rows = queue_history(days=7, now=noon)
 
     assert [(r.admissions, r.preemptions) for r in rows] == [(1, 0), (0, 1)]
+
+
+def test_yesterday_is_read_from_its_events_until_a_pass_begun_before_midnight_has_written_them(org):
+    midnight = dt.datetime.combine(timezone.now().astimezone(dt.timezone.utc).date(), dt.time(), tzinfo=dt.timezone.utc)
+    queue_history(days=7, now=midnight + dt.timedelta(seconds=SETTLED_AFTER_S - 1))
+    assert midnight.date() - dt.timedelta(days=1) not in set(HistoryDay.objects.values_list("day", flat=True))
+    queue_history(days=7, now=midnight + dt.timedelta(seconds=SETTLED_AFTER_S))
+    assert midnight.date() - dt.timedelta(days=1) in set(HistoryDay.objects.values_list("day", flat=True))
