@@ -26,6 +26,7 @@ from scheduling.core.model import (
     PlannedPreemption,
     QueueingStrategy,
     Snapshot,
+    StateAfterCycle,
     Verdict,
 )
 from scheduling.core.payoff import (
@@ -39,10 +40,11 @@ from scheduling.core.payoff import (
 from scheduling.core.placement import fleet_state_for
 from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
+from scheduling.core.queue_stops import is_backing_off, stops_queue
 from scheduling.core.quota import QuotaLedger, cohort_of
 from scheduling.core.readiness import gangs_not_ready
 from scheduling.core.reasons import fit_failure_message
-from scheduling.core.starvation import is_starving, starving_before
+from scheduling.core.starvation import starving_before
 
 
 def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
@@ -158,7 +160,8 @@ class _Cycle:
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""
         jobs = self.by_queue[queue_name]
-        strict = self.snapshot.queues[queue_name].strategy is QueueingStrategy.STRICT_FIFO
+        queue = self.snapshot.queues[queue_name]
+        strict = queue.strategy is QueueingStrategy.STRICT_FIFO
         position, end = self.cursor[queue_name], len(jobs)
         while position < end:
             if not strict and queue_name in self.preempting_queues:
@@ -173,16 +176,10 @@ class _Cycle:
                 self.last_admitted = True
                 return
             self.pending.add(job.id, blocked)
-            if blocked[0] not in (PendingReason.BACKOFF, PendingReason.PRIORITY_CLASS) and (strict or self.is_starving(job)):
+            if stops_queue(job, blocked[0], queue, self.ledger, self.starving_before):
                 self.block_rest_of_queue(queue_name, job)
                 return
         self.cursor[queue_name] = position
-
-    def is_starving(self, job: Job) -> bool:
-        """Waited past the starvation threshold, small enough to start on its queue's nominal quota, and
-        its queue borrowing no more than the job's size. The reservation drains the queue's own usage;
-        a queue that lives on borrowed capacity would be frozen for a long drain, so it gets none."""
-        return is_starving(job, self.snapshot.queues[job.queue], self.ledger, self.starving_before)
 
     def skip_known_failures(self, jobs: list[Job], position: int) -> int:
         """Mark jobs pending while their shape is a known failure; the position of the first that is not.
@@ -220,7 +217,7 @@ class _Cycle:
 
     def consider(self, job: Job) -> Verdict | None:
         now = self.snapshot.now
-        if job.backoff_until is not None and job.backoff_until > now:
+        if is_backing_off(job, now):
             return PendingReason.BACKOFF, f"backing off until {job.backoff_until:.0f} after an eviction"
         over_class_cap = self.class_limits.check(job)  # waits, never preempts: checked before the shape caches
         if over_class_cap is not None:
@@ -391,6 +388,7 @@ class _Cycle:
             preemptions=tuple(self.preemptions),
             evictions=tuple(self.evictions),
             pending=self.pending,
+            state_after=StateAfterCycle(self.fleet, self.ledger),
         )
 
 

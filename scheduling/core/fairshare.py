@@ -74,21 +74,21 @@ def queue_order_key(
 
 
 def order_key(share: float, weighted_history: float, queue_name: str, head: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:
-    """The order across queues, whoever holds the account (a queue, or a team: core.accounts)."""
-    return (
-        share,
-        weighted_history,
-        -head.priority,
-        service_level(head.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0,
-        head.submitted_at,
-        queue_name,
-    )
+    """The order across queues, whoever holds the account (a queue, or a team: core.accounts); equal accounts go
+    by their head jobs, as job_order_key orders jobs (the queue's name last, where the id would be)."""
+    return (share, weighted_history, -head.priority, job_service_level(head, levels_gpu_h), head.submitted_at, queue_name)
 
 
 def job_order_key(job: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:
-    """A pending job's place in its queue (its attained service is that of its earlier runs)."""
-    level = service_level(job.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0
-    return (-job.priority, level, job.submitted_at, job.id)
+    """A pending job's place in its queue, lowest first: higher priority, then the lower service level, then earlier
+    submission, then the lower id. The one definition of a queue's order: sort_queue sorts by it, and without levels
+    it is Job.queue_order, the order the job_pending_order index keeps."""
+    return (-job.priority, job_service_level(job, levels_gpu_h), job.submitted_at, job.id)
+
+
+def job_service_level(job: Job, levels_gpu_h: tuple[float, ...]) -> int:
+    """The attained-service level of a pending job (its earlier runs' service; core.attained); 0 without levels."""
+    return service_level(job.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0
 
 
 _by_age = operator.attrgetter("submitted_at", "id")
@@ -96,8 +96,10 @@ _by_priority = operator.attrgetter("priority")
 
 
 def sort_queue(jobs: list[Job], levels_gpu_h: tuple[float, ...] = ()) -> None:
-    """In place, by job_order_key; stable C-level sorts, as this runs over every pending job. Only
-    jobs that ran before have a service level above 0, so the level sort runs only when one did."""
+    """In place, by job_order_key: its parts from the least significant up, each a stable sort (tests/core/
+    test_job_order.py holds the two to one order). This sorts every pending job each cycle, and a C-level key sorts
+    faster than a Python key per job; only jobs that ran before have a service level above 0, so the level sort runs
+    only when one did."""
     jobs.sort(key=_by_age)
     if levels_gpu_h and any(job.attained_gpu_s for job in jobs):
         jobs.sort(key=lambda job: service_level(job.attained_gpu_s, levels_gpu_h))

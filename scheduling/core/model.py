@@ -1,11 +1,19 @@
-"""Snapshot and decision dataclasses: the only vocabulary the core speaks."""
+"""Snapshot and decision dataclasses: the only vocabulary the core speaks.
+
+Over 400 lines for a reason: it is the vocabulary, snapshot in and decisions out, that every core module and every
+caller of the core imports; each type is a few plain fields, and the two halves refer to each other (a plan names jobs
+and queues, a result carries the state the cycle left)."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
 from collections.abc import Iterator, Sequence
-from typing import Mapping, NamedTuple
+from typing import TYPE_CHECKING, Mapping, NamedTuple
+
+if TYPE_CHECKING:  # the cycle's working state, handed on in CycleResult.state_after
+    from scheduling.core.placement import FleetState
+    from scheduling.core.quota import QuotaLedger
 
 FLEET = "fleet"
 """The implicit topology level above every label level: the whole fleet is one domain."""
@@ -399,3 +407,15 @@ class CycleResult:
     """Gangs not ready in time: back to pending with backoff."""
     pending: PendingVerdicts = field(default_factory=PendingVerdicts)
     """One entry per pending job the cycle considered and left waiting."""
+    state_after: StateAfterCycle | None = field(default=None, compare=False, repr=False)
+    """The fleet and ledger the cycle finished with (run_admission_cycle always sets it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateAfterCycle:
+    """The fleet state and quota ledger with the cycle's decisions applied, handed on so that what runs next on the
+    same snapshot (services.plans settling plans, the explainer) does not rebuild them. Whoever tries a change on them
+    undoes it; whoever adds decisions (services.plans executing an approved plan) applies them here too."""
+
+    fleet: FleetState
+    ledger: QuotaLedger

@@ -5,8 +5,8 @@ GPUs past the horizon), and at every end event the pending jobs are admitted by 
 `run_admission_cycle`, in the same order, as the reconciler would. A job admitted at virtual time t is
 estimated to start at t; a job not admitted within the horizon (default 7 days) gets None.
 
-The forecast runs without preemption: preemption plans that need approval may never be approved,
-and the cheap ones run on the next pass anyway; the estimate is what *waiting* gives.
+The forecast runs without preemption and without suspending idle jobs: preemption plans that need approval may
+never be approved, and the cheap ones run on the next pass anyway; the estimate is what *waiting* gives.
 
 Why it is fast enough for 100,000 pending jobs (a cycle only at end events, and only over the jobs
 that can matter): without preemption and with every gang ready, a cycle only takes capacity, and quota
@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from scheduling.core.cycle import run_admission_cycle
-from scheduling.core.fairshare import decay_usage, sort_queue
+from scheduling.core.fairshare import decay_usage, job_service_level, sort_queue
 from scheduling.core.model import Job, JobState, Queue, QueueingStrategy, Snapshot
 from scheduling.core.placement import fleet_state_for
 from scheduling.core.quota import QuotaLedger
+from scheduling.core.queue_stops import is_backing_off, may_be_passed_over, strict_fifo_reach
 from scheduling.core.starvation import is_starving, starving_before
 
 DEFAULT_HORIZON_S = 7 * 24 * 3600.0
@@ -66,24 +67,34 @@ class _QueueLine:
 
     queue: Queue | None
     jobs: list[Job]
+    levels_gpu_h: tuple[float, ...] = ()
+    """SchedulerConfig.service_levels_gpu_h: part of the core's order."""
     by_key: dict[tuple, list[int]] = field(default_factory=dict)
     cursor: dict[tuple, int] = field(default_factory=dict)
     started: set[int] = field(default_factory=set)
     """Positions of jobs already admitted."""
     position: dict[int, int] = field(default_factory=dict)
     bands: dict[tuple, list[int]] = field(default_factory=dict)
-    """Per shape: where each priority level begins in `by_key[shape]`."""
+    """Per shape: where each band of the order (priority, service level) begins in `by_key[shape]`; within a band
+    jobs go by submit time."""
 
     def __post_init__(self) -> None:
-        sort_queue(self.jobs)
+        sort_queue(self.jobs, self.levels_gpu_h)
+        last_band: dict[tuple, tuple] = {}
         for i, job in enumerate(self.jobs):
             key = job.shape
             positions = self.by_key.setdefault(key, [])
-            if not positions or self.jobs[positions[-1]].priority != job.priority:
+            band = (job.priority, job_service_level(job, self.levels_gpu_h))
+            if not positions or last_band[key] != band:
                 self.bands.setdefault(key, []).append(len(positions))
+                last_band[key] = band
             positions.append(i)
             self.position[job.id] = i
         self.cursor = dict.fromkeys(self.by_key, 0)
+
+    def waiting(self) -> Iterator[Job]:
+        """The jobs not yet admitted, in order."""
+        return (job for i, job in enumerate(self.jobs) if i not in self.started)
 
     def next_waiting(self, i: int) -> int | None:
         while i < len(self.jobs) and i in self.started:
@@ -97,7 +108,7 @@ class _Forward:
         self.now = snapshot.now
         self.horizon_s = horizon_s
         self.end_s = snapshot.now + horizon_s
-        self.config = replace(snapshot.config, preemption_enabled=False)
+        self.config = replace(snapshot.config, preemption_enabled=False, suspend_idle_jobs=False)
         self.starts: dict[int, float | None] = {job.id: None for job in snapshot.pending}
         self.running: dict[int, Job] = {}
         self.last_caps: dict[tuple, int] = {}
@@ -114,7 +125,8 @@ class _Forward:
             by_queue.setdefault(job.queue, []).append(job)
             if job.backoff_until is not None and self.now < job.backoff_until <= self.end_s:
                 heapq.heappush(self.events, (job.backoff_until, -1))
-        self.lines = {name: _QueueLine(snapshot.queues.get(name), jobs) for name, jobs in by_queue.items()}
+        levels = self.config.service_levels_gpu_h
+        self.lines = {name: _QueueLine(snapshot.queues.get(name), jobs, levels) for name, jobs in by_queue.items()}
         self.usage = dict(snapshot.historical_usage)
         self.cycles = 0
         self.event_count = 0
@@ -189,8 +201,7 @@ class _Forward:
         for name, by_key in admissible.items():
             line = self.lines[name]
             if line.queue.strategy is QueueingStrategy.STRICT_FIFO:
-                picked: set[int] = set()
-                self._strict_prefix(line, by_key, t, picked)
+                picked = self._strict_reach(line, by_key, t)
             else:
                 picked = self._best_effort(line, name, by_key, t, caps)
             chosen.extend(line.jobs[i] for i in sorted(picked))
@@ -216,29 +227,31 @@ class _Forward:
         return picked
 
     def _reservations(self, line: _QueueLine, admissible: dict[tuple, bool], t: float) -> list[int]:
-        """Of every shape that surely cannot start, the first job that may take a reservation
-        (SchedulerConfig.starvation_after_s): it blocks the rest of its queue, in the full cycle as in
-        this one. Usage only grows in a forward cycle, so a job that may not reserve at its start never
-        may during it. Starving jobs whose shape may start are passed, or not, like their shape."""
+        """Of every shape that surely cannot start, the first job that surely takes a reservation
+        (SchedulerConfig.starvation_after_s; core.queue_stops.stops_queue): it blocks the rest of its queue, in
+        the full cycle as in this one, and so do the starving jobs before it that the cycle may pass over (of a capped
+        priority class: they are passed too). Usage only grows in a forward cycle, so a job that may not reserve at its
+        start never may during it. Starving jobs whose shape may start are passed, or not, like their shape."""
         if self.config.starvation_after_s is None:
             return []
-        before, found = starving_before(t, self.config), []
+        before, found, caps = starving_before(t, self.config), [], self.snapshot.priority_class_caps
         for key, may_start in admissible.items():
             if may_start:
                 continue
-            positions, bands, first = line.by_key[key], line.bands[key], None
+            positions, bands, reserving = line.by_key[key], line.bands[key], None
             for start, end in zip(bands, [*bands[1:], len(positions)]):
-                # Within one priority level a shape's jobs are in submit order: the starving ones lead it.
+                # Within one band (priority, service level) a shape's jobs are in submit order: the starving ones lead it.
                 for k in range(max(start, line.cursor[key]), end):
                     i = positions[k]
                     job = line.jobs[i]
-                    if (first is not None and i >= first) or not is_starving(job, line.queue, self.ledger, before):
+                    if (reserving is not None and i >= reserving) or not is_starving(job, line.queue, self.ledger, before):
                         break
-                    if i not in line.started and (job.backoff_until is None or job.backoff_until <= t):
-                        first = i
+                    if i in line.started or is_backing_off(job, t):
+                        continue
+                    found.append(i)
+                    if not may_be_passed_over(job, t, caps):
+                        reserving = i
                         break
-            if first is not None:
-                found.append(first)
         return found
 
     def _extend(self, line: _QueueLine, key: tuple, passed_upto: dict, t: float, *, count: int) -> list[int]:
@@ -254,8 +267,7 @@ class _Forward:
             if i in line.started:
                 continue
             added.append(i)
-            job = line.jobs[i]
-            if job.backoff_until is None or job.backoff_until <= t:
+            if not is_backing_off(line.jobs[i], t):
                 taken += 1
         passed_upto[key] = k
         return added
@@ -281,19 +293,13 @@ class _Forward:
             ok = fits_cache[shape] = self.fleet.place(job) is not None
         return ok
 
-    def _strict_prefix(self, line: _QueueLine, admissible: dict, t: float, picked: set[int]) -> None:
-        """A strict FIFO queue stops at its first blocked job: pass every job up to it. Jobs that together
-        need more than the free GPUs cannot all start, so the prefix ends there too."""
-        free_gpus = self.free_gpus
-        i = line.next_waiting(0)
-        while i is not None:
-            job = line.jobs[i]
-            picked.add(i)
-            if job.backoff_until is None or job.backoff_until <= t:
-                free_gpus -= job.gpus
-                if not admissible.get(job.shape, False) or free_gpus < 0:
-                    return
-            i = line.next_waiting(i + 1)
+    def _strict_reach(self, line: _QueueLine, admissible: dict, t: float) -> set[int]:
+        """A strict FIFO queue as far as the cycle can reach into it (core.queue_stops.strict_fifo_reach): every
+        waiting job up to the first that surely stops the queue."""
+        reach = strict_fifo_reach(line.waiting(), room_gpus=self.free_gpus, now=t,
+                                  class_caps=self.snapshot.priority_class_caps,
+                                  may_start=lambda job: admissible.get(job.shape, False))
+        return {line.position[job.id] for job in reach}
 
     def _truncated_and_all_admitted(self, admitted: set[int]) -> list[tuple]:
         """Shapes whose every passed job started: more of them might have, so pass more and decide again."""

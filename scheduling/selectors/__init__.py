@@ -8,7 +8,7 @@ from scheduling.selectors.jobs import job_get, job_list, job_page, job_submitted
 from scheduling.selectors.org import allotment_get, allotment_rows, queue_get, queue_list, team_get, team_list, team_members, teams_visible
 from scheduling.selectors.preemption import preemption_list
 from scheduling.selectors.priority_classes import priority_class_get, priority_class_list, priority_classes_usable_by
-from scheduling.selectors.usage import idle_allocations, idle_gpus_by_queue, job_usage_over_time, usage_over_time, usage_report
+from scheduling.selectors.usage import idle_allocations, job_usage_over_time, usage_over_time, usage_report
 
 __all__ = [
     "audit_actors",
@@ -40,5 +40,4 @@ __all__ = [
     "usage_over_time",
     "job_usage_over_time",
     "idle_allocations",
-    "idle_gpus_by_queue",
 ]

@@ -142,14 +142,6 @@ def idle_allocations(*, user) -> list[IdleAllocation]:
     return idle
 
 
-def idle_gpus_by_queue(allocations: list[IdleAllocation]) -> dict[str, int]:
-    """The idle GPUs of `allocations` (from idle_allocations), summed per queue name."""
-    by_queue: dict[str, int] = {}
-    for allocation in allocations:
-        by_queue[allocation.queue] = by_queue.get(allocation.queue, 0) + allocation.gpus
-    return by_queue
-
-
 def usage_report(*, user, now: float | None = None, window_s: float = WINDOW_S) -> UsageReport:
     """Four small queries whatever the fleet's size (the queues' rollups, the idle jobs, the teams)."""
     now, window = _window(now, window_s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections import defaultdict
 
 from django.conf import settings
@@ -30,6 +31,21 @@ class Errors:
             raise ValidationError(dict(self.by_field))
 
 
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def validate_name(errors: Errors, field: str, name) -> None:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        errors.add(field, "must be 1–63 lowercase letters, digits or '-', starting and ending with a letter or digit")
+
+
+def validate_new_name(errors: Errors, model, name) -> None:
+    """A valid name (validate_name) that no row of `model` has yet."""
+    validate_name(errors, "name", name)
+    if isinstance(name, str) and model.objects.filter(name=name).exists():
+        errors.add("name", _name_taken(model, name))
+
+
 def create_named(model, **values):
     """Create a row whose `name` is unique. Two creates of one name at once: the loser gets the same 400 as a
     create after the other committed (its INSERT waited on the unique index), never an IntegrityError."""
@@ -39,7 +55,11 @@ def create_named(model, **values):
     except IntegrityError:
         if not model.objects.filter(name=values["name"]).exists():
             raise
-        raise ValidationError({"name": [f"a {model._meta.verbose_name} named {values['name']!r} already exists"]}) from None
+        raise ValidationError({"name": [_name_taken(model, values["name"])]}) from None
+
+
+def _name_taken(model, name: str) -> str:
+    return f"a {model._meta.verbose_name} named {name!r} already exists"
 
 
 MAX_COUNT = 2**31 - 1

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Sum
@@ -11,15 +9,7 @@ from django.db.models import Sum
 from scheduling.models import AuditAction, Flavor, QueueQuota, Team, TeamAllotment
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import Errors, create_named, is_count
-
-NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-
-
-def validate_name(errors: Errors, field: str, name) -> None:
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        errors.add(field, "must be 1–63 lowercase letters, digits or '-', starting and ending with a letter or digit")
-
+from scheduling.services.common import Errors, create_named, is_count, validate_new_name
 
 def _clean_allotments(errors: Errors, allotments) -> dict[Flavor, int]:
     if not isinstance(allotments, dict):
@@ -44,9 +34,7 @@ def team_create(*, actor, name: str, allotments: dict | None = None, validate_on
     if not is_admin(actor):
         raise PermissionDenied("only admins create teams")
     errors = Errors()
-    validate_name(errors, "name", name)
-    if isinstance(name, str) and Team.objects.filter(name=name).exists():
-        errors.add("name", f"a team named {name!r} already exists")
+    validate_new_name(errors, Team, name)
     clean = _clean_allotments(errors, allotments or {})
     errors.raise_if_any()
     if validate_only:

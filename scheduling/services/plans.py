@@ -31,10 +31,8 @@ from scheduling.core.model import (
     PreemptionPlan,
     Snapshot,
 )
-from scheduling.core.placement import fleet_state_for
 from scheduling.core.preemption import candidate_victims, displacement_cost_gpu_hours, needs_approval
 from scheduling.core.priority_limits import PriorityClassLimits
-from scheduling.core.quota import QuotaLedger
 from scheduling.snapshots import OpenPlan
 
 EXECUTABLE_REASONS = (PendingReason.AWAITING_APPROVAL, PendingReason.QUOTA, PendingReason.FIT)
@@ -123,15 +121,13 @@ def _without(pending: PendingVerdicts, job_ids) -> PendingVerdicts:
 
 
 class _StateAfterCycle:
-    """The fleet, quotas and class caps once the cycle's decisions apply; plans are tried on it and undone."""
+    """The fleet, quotas and class caps once the cycle's decisions apply (the fleet and ledger are the cycle's own,
+    CycleResult.state_after); plans are tried on it and undone, and the ones executed here stay applied."""
 
     def __init__(self, snapshot: Snapshot, decisions: CycleResult, job_ids: set[int]) -> None:
         self.snapshot = snapshot
         self.holding = holding_after(snapshot, decisions)
-        self.fleet = fleet_state_for(snapshot)
-        for job in self.holding.values():
-            self.fleet.allocate_placement(job.placement, job)
-        self.ledger = QuotaLedger(snapshot.queues, self.holding.values())
+        self.fleet, self.ledger = decisions.state_after.fleet, decisions.state_after.ledger
         self.limits = PriorityClassLimits(snapshot.priority_class_caps, self.holding.values())
         self.protected = {a.job_id for a in decisions.admissions}
         self.pending = {job.id: job for job in snapshot.pending if job.id in job_ids}

@@ -9,8 +9,7 @@ from scheduling.core.model import JobState
 from scheduling.models import AuditAction, Job, PriorityClass, Team
 from scheduling.permissions import is_admin
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import MAX_PRIORITY, Errors, create_named, is_count, reconcile_after_commit
-from scheduling.services.org import validate_name
+from scheduling.services.common import MAX_PRIORITY, Errors, create_named, is_count, reconcile_after_commit, validate_new_name
 
 UNSET = object()
 
@@ -79,9 +78,7 @@ def priority_class_create(
     if not is_admin(actor):
         raise PermissionDenied("only admins define priority classes")
     errors = Errors()
-    validate_name(errors, "name", name)
-    if isinstance(name, str) and PriorityClass.objects.filter(name=name).exists():
-        errors.add("name", f"a priority class named {name!r} already exists")
+    validate_new_name(errors, PriorityClass, name)
     team_rows = _clean(errors, value=value, description=description, is_default=is_default, teams=teams,
                        max_gpus_per_team=max_gpus_per_team)
     errors.raise_if_any()

@@ -10,8 +10,8 @@ from scheduling.core.model import PreemptionPolicy, QueueingStrategy
 from scheduling.models import AuditAction, Cohort, Flavor, Node, Queue, QueueQuota, QueueUsage, Team, TeamAllotment
 from scheduling.permissions import can_edit_team_queues, is_admin
 from scheduling.services.audit import audit_record, changes
-from scheduling.services.common import MAX_QUEUE_WEIGHT, Errors, create_named, is_count, reconcile_after_commit
-from scheduling.services.org import validate_name
+from scheduling.services.common import (MAX_QUEUE_WEIGHT, Errors, create_named, is_count, reconcile_after_commit, validate_name,
+                                        validate_new_name)
 
 UNSET = object()
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
@@ -126,9 +126,7 @@ def queue_create(
 ) -> Queue | None:
     """A new queue of `team_name` (its lead or an admin; cohorts: admins). `validate_only`: check, write nothing."""
     errors = Errors()
-    validate_name(errors, "name", name)
-    if isinstance(name, str) and Queue.objects.filter(name=name).exists():
-        errors.add("name", f"a queue named {name!r} already exists")
+    validate_new_name(errors, Queue, name)
     team = Team.objects.filter(name=team_name).first() if isinstance(team_name, str) else None
     if team is None:
         errors.add("team", f"unknown team {team_name!r}")

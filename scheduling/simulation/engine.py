@@ -23,14 +23,15 @@ Skipping cycles that cannot change anything (what makes a 68,503-job replay take
 3. **Preemption enabled → every cycle is full** (whenever something is pending). A preemption
    plan depends on more than free capacity — which jobs are protected (admitted in this very
    cycle), which queues borrow right now, displacement costs that grow with time — so an old
-   pending job may succeed where it failed before even when no GPUs were freed.
+   pending job may succeed where it failed before even when no GPUs were freed. So with idle
+   jobs suspended (SchedulerConfig.suspend_idle_jobs): a cycle frees GPUs when a job turns idle.
 
-4. **Strict FIFO without preemption → only a prefix of each queue.** A strict FIFO queue stops at
-   its first job that fails. A cycle without preemption admits at most F jobs when F GPUs are
-   free (each job needs at least one), so among the queue's first F + 1 jobs (in the core's order:
-   priority, submit time, id) one fails, or is blocked, and the jobs after it would only be
-   reported as blocked. Passing that prefix gives the same admissions as passing the whole queue.
-   A queue without a cohort can admit at most its unused nominal quota R, so min(F, R) + 1 jobs.
+4. **Strict FIFO without preemption → only what the cycle can reach of each queue.** A strict FIFO
+   queue stops at its first blocked job, and a cycle without preemption can give its jobs at most the
+   F free GPUs (a queue without a cohort at most its unused nominal quota R too): the core's
+   `queue_stops.strict_fifo_reach` with room min(F, R) names the jobs up to where the queue surely
+   stops. The jobs after it would only be reported as waiting, so passing the reach gives the same
+   admissions as passing the whole queue.
 
 The engine checks what the core does not have to: no node is ever over-committed.
 
@@ -43,12 +44,13 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass, field, replace
-from itertools import chain, islice
+from itertools import chain
 from typing import Callable, Mapping
 
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage, job_order_key
 from scheduling.core.model import Job, JobState, PlannedPreemption, PodSet, Queue, QueueingStrategy, Snapshot, TopologyRequest
+from scheduling.core.queue_stops import strict_fifo_reach
 from scheduling.core.reach import EmptyFleet, cohort_pool, why_never_admitted
 from scheduling.simulation.fleet import Fleet
 from scheduling.simulation.policies import Policy
@@ -177,6 +179,8 @@ class Engine:
         self.usage = {name: 0.0 for name in self.queues}
         self.log_enabled = log
         self.always_full = always_full
+        self.frees_gpus = self.config.preemption_enabled or self.config.suspend_idle_jobs
+        """Whether a cycle may free GPUs (rule 3); with every gang ready, one that may not only takes capacity."""
         self.result = SimResult(
             policy.name, self.records, [], sum(self.whole), len(self.nodes),
             horizon_s=max((j.submit_s for j in scenario.trace.jobs), default=0.0),
@@ -202,7 +206,7 @@ class Engine:
             heap.append((change.at_s, QUOTA, k, 0))
         heapq.heapify(heap)
         total = 2 * len(self.scenario.trace.jobs)
-        full_cycles = self.config.preemption_enabled or self.always_full
+        full_cycles = self.frees_gpus or self.always_full
         batches = 0
         while heap:
             t = heap[0][0]
@@ -265,8 +269,8 @@ class Engine:
         approved: dict[int, frozenset[int]] = {}
         for _ in range(MAX_APPROVAL_ROUNDS):
             names = self.pending if full else arrived
-            limit = None if self.always_full or self.config.preemption_enabled else sum(self.free) + 1
-            pending = tuple(chain.from_iterable(self._pending_of(name, limit) for name in names))
+            room_gpus = None if self.always_full or self.frees_gpus else sum(self.free)
+            pending = tuple(chain.from_iterable(self._pending_of(name, room_gpus, t) for name in names))
             snapshot = Snapshot(
                 now=t,
                 topology=self.topology,
@@ -295,19 +299,19 @@ class Engine:
                 return
             approved, full = asks, True
 
-    def _pending_of(self, name: str, limit: int | None):
-        """A queue's pending jobs; for a strict FIFO queue, only its first `limit` (rule 4 above)."""
+    def _pending_of(self, name: str, room_gpus: int | None, t: float):
+        """A queue's pending jobs; of a strict FIFO queue, only what the cycle can reach with `room_gpus` (rule 4)."""
         jobs = self.pending[name]
         queue = self.queues[name]
-        if limit is None or queue.strategy is not QueueingStrategy.STRICT_FIFO:
+        if room_gpus is None or queue.strategy is not QueueingStrategy.STRICT_FIFO:
             return jobs.values()
         if queue.cohort is None:  # alone, it can take at most what is left of its own quota
-            limit = min(limit, max(0, sum(q.nominal for q in queue.quotas.values()) - self.in_use[name]) + 1)
-        if len(jobs) <= limit:
-            return jobs.values()
+            room_gpus = min(room_gpus, max(0, sum(q.nominal for q in queue.quotas.values()) - self.in_use[name]))
+        if len(jobs) <= room_gpus + 1:
+            return jobs.values()  # the whole queue is always right, and this short it is not worth ordering
         levels = self.config.service_levels_gpu_h
         ordered = jobs.values() if self.in_order[name] else sorted(jobs.values(), key=lambda j: job_order_key(j, levels))
-        return islice(ordered, limit)
+        return strict_fifo_reach(ordered, room_gpus=room_gpus, now=t, class_caps=self.scenario.priority_class_caps)
 
     def _enqueue(self, job: Job) -> None:
         """Add to the queue's pending jobs, noting whether insertion order is still the core's order."""

@@ -83,6 +83,9 @@ class GangBuilder:
     def submitted(self, at: float) -> GangBuilder:
         return self._with(submitted_at=at)
 
+    def ran_before(self, attained_gpu_s: float) -> GangBuilder:
+        return self._with(attained_gpu_s=attained_gpu_s)
+
     def requires(self, level: str | None = None, preferred: str | None = None) -> GangBuilder:
         return self._with(topology=TopologyRequest(level, preferred))
 

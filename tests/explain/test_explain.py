@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from scheduling.core.cycle import run_admission_cycle
-from scheduling.core.explain import Explainer, explain, explain_pending
-from scheduling.core.model import PendingReason, SchedulerConfig, Taint, Toleration
+from scheduling.core.explain import Explainer, explain, explain_pending, holding_after
+from scheduling.core.model import Pending, PendingReason, SchedulerConfig, Taint, Toleration
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger
 from tests.core.builders import FLAVOR, QueueingStrategy, a_gang, node, queue, rack_fleet, snapshot
@@ -77,6 +77,17 @@ def test_fit_with_fragmentation_enough_free_gpus_but_not_enough_whole_nodes():
     assert "fragmentation: 16 GPUs scattered over 4 partly used nodes" in e.summary
     defrag = next(f for f in e.fixes if f.action == "defragment")
     assert len(defrag.nodes) == 2 and len(defrag.jobs) == 2
+
+
+def test_the_cycles_fit_verdict_is_the_explanations_fit_sentence_without_the_racks():
+    nodes = rack_fleet(racks=2, nodes=2)
+    small = [a_gang(1, 4).id(i + 1).in_queue("q").running_on(n, since=NOW - 300)
+             for i, n in enumerate(["b0r0n0", "b0r0n1", "b0r1n0", "b0r1n1"])]
+    snap = snapshot(nodes, [queue("q", 64)], admitted=small, pending=[a_gang(2, 8).id(9)], now=NOW,
+                    config=SchedulerConfig(preemption_enabled=False))
+    (verdict,) = run_admission_cycle(snap).pending
+    assert verdict.reason is PendingReason.FIT
+    assert explained(snap, 9).fit.message == f"{verdict.message} (block=b0/rack=b0r0 8, block=b0/rack=b0r1 8)"
 
 
 def test_fit_inside_a_required_block_reports_the_largest_block():
@@ -218,3 +229,30 @@ def test_a_non_preemptible_job_beyond_nominal_is_told_it_never_borrows_and_how_t
     assert (e.blocking, e.quota.limit, e.quota.cohort_can_lend) == ("quota", "not_preemptible", 0)
     assert "a non-preemptible job never borrows" in e.summary
     assert [f.action for f in e.fixes][:1] == ["raise_quota"] and "resubmit the job preemptible" in e.fixes[0].detail
+
+
+def test_the_explainer_answers_on_the_cycles_final_state_as_on_one_rebuilt_from_its_decisions_and_leaves_it_as_found():
+    # A fragmented fleet, a cross-team plan awaiting approval and a defragmentation fix: the explainer tries plans on
+    # the state the cycle hands it (CycleResult.state_after) and must undo every one.
+    nodes = rack_fleet(racks=2, nodes=2)
+    running = [a_gang(1, 4).id(i + 1).in_queue("b", team="tb").checkpoints_every(600).running_on(n, since=NOW - 3000)
+               for i, n in enumerate(["b0r0n0", "b0r0n1", "b0r1n0", "b0r1n1"])]
+    pending = [a_gang(2, 8).id(9).in_queue("a", team="ta"), a_gang(1, 4).id(10).in_queue("a", team="ta")]
+    snap = snapshot(nodes, [queue("a", 16, team="ta"), queue("b", 8, team="tb")], admitted=running, pending=pending,
+                    now=NOW, config=SchedulerConfig(preempt_only_when_it_pays=False))
+    result = run_admission_cycle(snap)
+    fleet, ledger = result.state_after.fleet, result.state_after.ledger
+    free_before, used_before = list(fleet.free), {k: v for k, v in ledger.used.items() if v}
+    handed_on = {job_id: e.to_dict() for job_id, e in explain_pending(snap, result).by_job.items()}
+    assert list(fleet.free) == free_before and {k: v for k, v in ledger.used.items() if v} == used_before
+    holding = holding_after(snap, result)
+    rebuilt = FleetState(snap.nodes, snap.topology)
+    for job in holding.values():
+        rebuilt.allocate_placement(job.placement, job)
+    explainer = Explainer(snap, rebuilt, QuotaLedger(snap.queues, holding.values()), holding.values(),
+                          protected={a.job_id for a in result.admissions}, plans=result.preemptions)
+    verdicts = result.pending.by_job()
+    assert handed_on.keys() == verdicts.keys() and any(e["fixes"] for e in handed_on.values())
+    for job in snap.pending:
+        if job.id in verdicts:
+            assert explainer.explain(job, Pending(job.id, *verdicts[job.id])).to_dict() == handed_on[job.id]

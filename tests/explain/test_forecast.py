@@ -53,6 +53,17 @@ def test_a_job_without_a_limit_holds_its_node_past_the_horizon():
     assert result.wait_s(11) == 2600.0
 
 
+def test_an_idle_job_holds_its_node_in_the_estimates_even_where_the_admin_suspends_idle_jobs():
+    # Suspending it is the pass's business, not waiting's: the estimate keeps it until its limit, and never places
+    # the 2-node gang on its node meanwhile.
+    idle = limited(a_gang(1, 8).id(1).in_queue("a", team="ta").running_on("b0r0n0", since=0.0), 20_000)._with(idle_since=100.0)
+    pending = [limited(a_gang(2, 8).id(2).in_queue("b", team="tb").submitted(500.0), 100),
+               limited(a_gang(1, 8).id(3).in_queue("b", team="tb").submitted(600.0), 100)]
+    snap = snapshot(rack_fleet(racks=1, nodes=2), [queue("a", 16, team="ta"), queue("b", 16, team="tb")], admitted=[idle],
+                    pending=pending, now=NOW, config=SchedulerConfig(suspend_idle_jobs=True))
+    assert forecast(snap).starts == {2: 20_000.0, 3: NOW}
+
+
 def test_a_job_that_fits_now_starts_now():
     snap = snapshot(rack_fleet(racks=1, nodes=2), [queue("q", 64)], pending=[a_gang(1, 8).id(5)], now=NOW)
     assert forecast(snap).starts == {5: NOW}
@@ -119,7 +130,7 @@ def test_a_what_if_that_adds_quota_never_makes_the_queues_estimates_later(gangs,
 
 def brute_force_starts(snap, horizon_s):
     """The forecast's definition, without its pruning: a full cycle over every waiting job at every end event."""
-    config = replace(snap.config, preemption_enabled=False)
+    config = replace(snap.config, preemption_enabled=False, suspend_idle_jobs=False)
     running = {job.id: job for job in snap.admitted}
     ends = {job.id: job.started_at + job.runtime_limit_s for job in snap.admitted if job.runtime_limit_s is not None}
     waiting = {job.id: job for job in snap.pending}
@@ -152,7 +163,9 @@ def brute_force_starts(snap, horizon_s):
 
 jobs_of_two_queues = st.lists(
     st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 4), st.sampled_from([4, 8]), st.sampled_from([0, 10]),
-              st.sampled_from([-9000.0, -2000.0, -100.0]), st.sampled_from([600, 3000, 7200])),
+              st.sampled_from([-9000.0, -2000.0, -100.0]), st.sampled_from([600, 3000, 7200]),
+              # GPU-seconds of earlier runs: service levels 0, 1 and 2 under the default levels (1 and 16 GPU-hours).
+              st.sampled_from([0.0, 0.0, 7200.0, 100_000.0])),
     min_size=1, max_size=12,
     # At most two jobs per (queue, shape): the forecast passes two of each at first, so it runs full cycles.
     unique_by=lambda job: job[:4],
@@ -165,8 +178,9 @@ def test_the_pruned_forecast_starts_every_job_when_full_cycles_would(jobs, busy,
     nodes = rack_fleet(racks=2, nodes=2)
     running = whole_node_jobs(nodes, busy, queue_name="b", team="tb")
     pending = [
-        limited(a_gang(pods, gpus).id(1 + k).in_queue(name, team=f"t{name}").priority(priority).submitted(NOW + age), limit)
-        for k, (name, pods, gpus, priority, age, limit) in enumerate(jobs)
+        limited(a_gang(pods, gpus).id(1 + k).in_queue(name, team=f"t{name}").priority(priority).submitted(NOW + age)
+                .ran_before(attained_gpu_s), limit)
+        for k, (name, pods, gpus, priority, age, limit, attained_gpu_s) in enumerate(jobs)
     ]
     strategy = QueueingStrategy.STRICT_FIFO if strict else QueueingStrategy.BEST_EFFORT_FIFO
     queues = [queue("a", 16, team="ta", strategy=strategy), queue("b", 16, team="tb")]

@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from portal.celery import app as celery_app
+from scheduling.livebench.server import database_url
 from scheduling.models import Job
 from scheduling.tasks import LOCK_KEY, reconcile
 from tests.conftest import job_body
@@ -23,21 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def services_are_real():
-    """Fail loudly when the tier-2 services are not what the test needs."""
-    assert connection.vendor == "postgresql", f"integration tests need PostgreSQL via DATABASE_URL, got {connection.vendor}"
-    assert settings.CELERY_BROKER_URL.startswith("redis://"), f"integration tests need a Redis broker, got {settings.CELERY_BROKER_URL}"
-    import redis
-
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).ping()
-
-
-@pytest.fixture
 def worker(transactional_db, services_are_real, tmp_path):
     """A real `celery -A portal worker` process using the test database."""
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    env = {**os.environ, "DATABASE_URL": url, "GANGWAY_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DATABASE_URL": database_url(), "GANGWAY_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     log = open(tmp_path / "worker.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--concurrency=1", "--loglevel=INFO",
@@ -78,10 +65,7 @@ def test_a_job_submitted_through_the_api_is_admitted_by_a_celery_worker(worker, 
 
 
 def test_a_second_pass_skips_while_another_holds_the_redis_lock(transactional_db, services_are_real, org):
-    import redis
-
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    lock = client.lock(LOCK_KEY, timeout=30)
+    lock = services_are_real.lock(LOCK_KEY, timeout=30)
     assert lock.acquire(blocking=False)
     try:
         assert reconcile.apply().get() == {"skipped": True}

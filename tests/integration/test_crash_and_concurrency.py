@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection, connections
+from django.db import connections
 
 from portal.celery import app as celery_app
 from scheduling.cluster.simulated import SimulatedCluster
@@ -21,23 +20,11 @@ from scheduling.models import Job, JobEvent, Placement, SimulatedWorkload
 from scheduling.selectors.invariants import invariant_violations
 from scheduling.services import reconcile_pass_run, job_submit
 from scheduling.livebench.server import database_url
-from scheduling.tasks import LOCK_KEY, reconcile
+from scheduling.tasks import reconcile
 from tests.conftest import H100
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def services_are_real():
-    assert connection.vendor == "postgresql", f"integration tests need PostgreSQL via DATABASE_URL, got {connection.vendor}"
-    assert settings.CELERY_BROKER_URL.startswith("redis://"), f"integration tests need a Redis broker, got {settings.CELERY_BROKER_URL}"
-    import redis
-
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    client.ping()
-    client.delete(LOCK_KEY)  # a lock left by an earlier run's crashed worker would make every pass skip
-    return client
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from scheduling.models import Job, ReconcileState
 from scheduling.tasks import LOCK_KEY, reconcile
 from tests.conftest import H100
 from tests.integration.test_crash_and_concurrency import (  # noqa: F401 - fixtures
-    ROOT, check_invariants_in_a_process, services_are_real, start_worker, submit, wait_for,
+    ROOT, check_invariants_in_a_process, start_worker, submit, wait_for,
 )
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from scheduling.selectors.invariants import invariant_violations
 from scheduling.services import reconcile_pass_run, job_cancel
 from tests.conftest import H100
 from tests.integration.pass_loop import live_pass_loop
-from tests.integration.test_crash_and_concurrency import ROOT, database_url, services_are_real, submit  # noqa: F401 - a fixture
+from tests.integration.test_crash_and_concurrency import ROOT, database_url, submit
 from tests.services.test_reconcile import submit as submit_as
 
 pytestmark = pytest.mark.integration

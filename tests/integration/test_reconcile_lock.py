@@ -12,7 +12,7 @@ import time
 import pytest
 
 from scheduling.tasks import LOCK_KEY, reconcile_lock
-from tests.integration.test_crash_and_concurrency import ROOT, database_url, services_are_real  # noqa: F401 - a fixture
+from tests.integration.test_crash_and_concurrency import ROOT, database_url
 
 pytestmark = pytest.mark.integration
 

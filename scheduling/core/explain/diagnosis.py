@@ -14,6 +14,7 @@ from scheduling.core.model import FLEET, Job, Node, Queue, Snapshot
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaCheck, QuotaLedger, QuotaLimit, cohort_of
 from scheduling.core.reach import EmptyFleet, why_never_admitted
+from scheduling.core.reasons import fit_message, free_capacity
 
 
 class Diagnosis:
@@ -146,53 +147,35 @@ class Diagnosis:
 
     def _fit_facts(self, job: Job) -> FitFacts:
         fleet = self.fleet
-        classes = fleet.tolerated_classes(job)
-        eligible = [i for i in range(len(fleet.nodes)) if fleet.is_eligible(i, classes)]
-        free_gpus = sum(max(0, fleet.free[i]) for i in eligible)
-        whole = sum(1 for i in eligible if fleet.is_whole_free(i))
-        node_gpus = max((fleet.nodes[i].allocatable_gpus for i in eligible), default=0) or max(
-            (n.capacity_gpus for n in fleet.nodes if n.flavor == job.flavor), default=0
-        )
-        whole_needed = sum(ps.count for ps in job.pod_sets if node_gpus and ps.gpus_per_pod >= node_gpus)
+        free = free_capacity(job, fleet)
         report = self._fragmentation(job.flavor)
         finest = self.snapshot.topology[-1] if self.snapshot.topology else FLEET
         racks = sorted(
             ((d.key, d.scattered_gpus) for d in report.domains if d.level == finest and d.scattered_gpus > 0),
             key=lambda item: (-item[1], item[0]),
         )[:MAX_NAMED]
-        scattered = free_gpus - sum(fleet.free[i] for i in eligible if fleet.is_whole_free(i))
-        partly = sum(1 for i in eligible if 0 < fleet.free[i] and not fleet.is_whole_free(i))
         fits_relaxed = self.fits(job, "all")
         fits_now = self.fits(job, "actual")
-        is_fragmented = not fits_now and free_gpus >= job.gpus
+        is_fragmented = not fits_now and free.free_gpus >= job.gpus
         largest = None
         level = job.topology.required
         if level and level in fleet.domains:
+            classes = fleet.tolerated_classes(job)
             best = None
             for domain in fleet.domains[level]:
-                free = fleet.free_gpus_in(domain, classes)
-                if best is None or free > best.free_gpus:
+                domain_free = fleet.free_gpus_in(domain, classes)
+                if best is None or domain_free > best.free_gpus:
                     wholes = sum(1 for i in domain.node_indices if fleet.is_eligible(i, classes) and fleet.is_whole_free(i))
-                    best = DomainFacts(level, domain.key, free, wholes)
+                    best = DomainFacts(level, domain.key, domain_free, wholes)
             largest = best
-        fragmentation = FragmentationFacts(is_fragmented, scattered, partly, tuple(racks))
-        where = f" inside one {level}" if level else ""
-        parts = [f"needs {job.gpus} {job.flavor} GPUs{where}"]
-        if whole_needed:
-            parts.append(f"{whole_needed} whole nodes")
-        message = f"{' in '.join(parts)}; {free_gpus} free on {len(eligible)} usable nodes, {whole} whole nodes free"
-        if largest is not None:
-            message += f"; the largest {level} ({largest.key}) has {largest.free_gpus} free, {largest.whole_free_nodes} whole nodes"
-        if is_fragmented:
-            where_racks = ", ".join(f"{key} {gpus}" for key, gpus in racks[:5])
-            message += (
-                f" — fragmentation: {scattered} GPUs scattered over {partly} partly used nodes"
-                + (f" ({where_racks})" if where_racks else "")
-            )
+        message = fit_message(job, free, is_fragmented=is_fragmented, racks=racks,
+                              largest_domain=None if largest is None else (largest.key, largest.free_gpus, largest.whole_free_nodes))
         return FitFacts(
-            fits=fits_relaxed, needed_gpus=job.gpus, free_gpus=free_gpus, node_gpus=node_gpus,
-            whole_nodes_needed=whole_needed, whole_free_nodes=whole, required_level=level,
-            largest_domain=largest, fragmentation=fragmentation, message=message,
+            fits=fits_relaxed, needed_gpus=job.gpus, free_gpus=free.free_gpus, node_gpus=free.node_gpus,
+            whole_nodes_needed=free.whole_nodes_needed(job), whole_free_nodes=free.whole_free_nodes, required_level=level,
+            largest_domain=largest,
+            fragmentation=FragmentationFacts(is_fragmented, free.scattered_gpus, free.partly_used_nodes, tuple(racks)),
+            message=message,
         )
 
     def _fragmentation(self, flavor: str):

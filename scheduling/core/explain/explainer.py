@@ -17,7 +17,7 @@ from scheduling.core.explain.fixes import MAX_PREEMPTION_PLANS, Fixes
 from scheduling.core.explain import messages
 from scheduling.core.fairshare import sort_queue
 from scheduling.core.model import CycleResult, Job, JobState, Pending, PendingReason, PlannedPreemption, PreemptionPlan, Snapshot
-from scheduling.core.placement import FleetState, fleet_state_for
+from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger
 
 def holding_after(snapshot: Snapshot, result: CycleResult) -> dict[int, Job]:
@@ -57,13 +57,10 @@ class Explainer:
 
     @classmethod
     def after_cycle(cls, snapshot: Snapshot, result: CycleResult, **options) -> Explainer:
-        holding = holding_after(snapshot, result)
-        fleet = fleet_state_for(snapshot)
-        for job in holding.values():
-            fleet.allocate_placement(job.placement, job)
-        ledger = QuotaLedger(snapshot.queues, holding.values())
+        """On the fleet and ledger the cycle finished with (CycleResult.state_after), which the explainer leaves as found."""
+        state = result.state_after
         return cls(
-            snapshot, fleet, ledger, holding.values(),
+            snapshot, state.fleet, state.ledger, holding_after(snapshot, result).values(),
             protected={a.job_id for a in result.admissions}, plans=result.preemptions, **options,
         )
 

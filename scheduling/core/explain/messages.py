@@ -1,5 +1,7 @@
 """The sentences a person reads: the headline (the conclusion in plain words) and the summary (the blocking level's
-facts with their numbers). The one author of an explanation's human text; the facts carry the machine reasons."""
+facts with their numbers). The one author of an explanation's headline and summary; the facts carry the machine
+reasons, and each level's message comes with its facts (the fit sentence from core.reasons, which the cycle's verdict
+speaks too)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import yaml
 from django.core.management import call_command
 
 from k8s_builders import TOPOLOGY, a_node, a_training_job
-from k8s_django import H100, the_vision_queue, watch_once
+from k8s_django import H100, a_researchers_client, the_vision_queue, watch_once
 from scheduling.cluster.registry import WatchedCluster, get_cluster
 from scheduling.core.model import JobState
 from scheduling.models import Cohort, FleetSettings, Flavor, Job, JobEvent, Membership, Node, Queue, QueueQuota, QueueUsage, Role, Team, WorkloadRejection
@@ -214,12 +214,7 @@ def test_a_job_submitted_through_the_api_with_a_pod_template_is_created_in_the_c
     settings.GANGWAY_NAMESPACE = NS
     watch_once()
     queue = the_vision_queue()
-    user = make_user("vision-researcher")
-    Membership.objects.create(user=user, team=queue.team, role=Role.RESEARCHER)
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(user)
+    client = a_researchers_client(queue)
     template = {"spec": {"containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "command": ["torchrun", "train.py"]}]}}
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/api/v1/jobs/", {
@@ -282,12 +277,7 @@ def test_bad_submissions_on_a_kubernetes_cluster_write_nothing(kubeconfig, nodes
     settings.GANGWAY_CLUSTER = "kubernetes"
     watch_once()
     queue = the_vision_queue()
-    user = make_user("vision-researcher")
-    Membership.objects.create(user=user, team=queue.team, role=Role.RESEARCHER)
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(user)
+    client = a_researchers_client(queue)
     body = {"name": "x", "queue": "vision-main", "flavor": H100, "pod_sets": [{"name": "main", "count": 1, "gpus_per_pod": 8}], **extra}
 
     response = client.post("/api/v1/jobs/", body, format="json")

@@ -8,13 +8,12 @@ from __future__ import annotations
 import pytest
 
 from k8s_builders import GPU_TOLERATION, TOPOLOGY, a_jobset, a_node, a_pytorchjob, a_training_job
-from k8s_django import H100, the_vision_queue, watch_once
+from k8s_django import H100, a_researchers_client, the_vision_queue, watch_once
 from scheduling.cluster.registry import WatchedCluster
 from scheduling.core.model import JobState
-from scheduling.models import Job, Membership, Role, Team, TeamNamespace, WorkloadRejection
+from scheduling.models import Job, Team, TeamNamespace, WorkloadRejection
 from scheduling.selectors.invariants import invariant_violations
 from scheduling.services import reconcile_pass_run
-from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 NS = "research"
@@ -208,12 +207,7 @@ def test_a_submitted_pod_template_keeps_its_tolerations_and_goes_to_the_teams_na
     watch_once()
     queue = the_vision_queue()
     TeamNamespace.objects.create(team=queue.team, name="vision-jobs")
-    user = make_user("vision-researcher")
-    Membership.objects.create(user=user, team=queue.team, role=Role.RESEARCHER)
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(user)
+    client = a_researchers_client(queue)
     template = {"spec": {"tolerations": [GPU_TOLERATION],
                          "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:24.05-py3"}]}}
     with django_capture_on_commit_callbacks(execute=True):

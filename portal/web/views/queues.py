@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from portal.web.forms import AllotmentForm, ChangeForm, QuotaForm
+from portal.web.views.parts import idle_gpus_by_queue
 from scheduling import selectors, services
 from scheduling.models import Queue, Team, TeamAllotment
 from scheduling.permissions import can_edit_team_queues, is_admin
@@ -29,7 +30,7 @@ def _queue_page(request, failed: ChangeForm | None = None):
     """The queues page, values only (a page of fifty queues with every form rendered was mostly forms); after a
     refused change without JavaScript, with that one form as typed and its errors beside its fields (400)."""
     queues = selectors.queue_list()
-    idle_gpus = selectors.idle_gpus_by_queue(selectors.idle_allocations(user=request.user))
+    idle_gpus = idle_gpus_by_queue(selectors.idle_allocations(user=request.user))
     for queue in queues:
         can_edit = can_edit_team_queues(request.user, queue.team_id)
         queue.idle_gpus = idle_gpus.get(queue.name, 0)
