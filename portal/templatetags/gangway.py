@@ -96,6 +96,14 @@ def number_cells(values) -> str:
 
 
 @register.filter
+def history_cells(row) -> str:
+    """A history row (scheduling.selectors.history.DayOfQueue) as its table cells: day, queue, admissions, wait p50 and
+    p95, preemptions. A week of fifty queues is 350 rows, which the template's filters in a loop render eight times slower."""
+    return format_html("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>", row.day.strftime("%b %d"),
+                       row.queue, row.admissions, duration(row.p50_wait_s), duration(row.p95_wait_s), row.preemptions)
+
+
+@register.filter
 def plural(count, noun: str) -> str:
     """`1 job`, `3 jobs` (nouns with a plain -s plural)."""
     return f"{count} {noun}{'' if count == 1 else 's'}"

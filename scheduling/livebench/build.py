@@ -32,6 +32,8 @@ RUNNING_FILL = 0.95
 FINISHED_PER_PENDING = 5
 OPEN_PLANS = 20
 SUPERSEDED_PLANS = 300
+HISTORY_DAYS = 7
+PREEMPTED_ONE_IN = 50
 
 
 @dataclass
@@ -205,10 +207,11 @@ def _pending_jobs(scale, rng, queues, researchers, flavor, now, next_id) -> int:
 
 
 def _finished_jobs(scale, rng, queues, researchers, flavor, now, next_id) -> int:
-    """The history: five finished jobs per pending one over the last 30 days (no events: only their rows count here)."""
+    """The history: five finished jobs per pending one over the last 30 days; those admitted in the last week with
+    their admission event (one in PREEMPTED_ONE_IN also preempted), the events the history page reads."""
     count = scale.pending * FINISHED_PER_PENDING
     states = (JobState.SUCCEEDED.value,) * 8 + (JobState.FAILED.value, JobState.CANCELLED.value)
-    jobs, pod_sets = [], []
+    jobs, pod_sets, events = [], [], []
     for k in range(count):
         q = rng.randrange(len(queues))
         gpus = rng.choice((1, 1, 2, 4, 8))
@@ -221,13 +224,21 @@ def _finished_jobs(scale, rng, queues, researchers, flavor, now, next_id) -> int
                              finished_at=to_datetime(submitted + 90 + rng.uniform(60, 3600)), generation=1,
                              applied=0))  # suspended when it finished
         pod_sets.append((job_id, job_id, "worker", 1, gpus))
+        if submitted + 60 >= now - HISTORY_DAYS * 86400:
+            events.append((job_id, "pending", "admitted", None, "admitted", "1 pods on 1 nodes", to_datetime(submitted + 60)))
+            if job_id % PREEMPTED_ONE_IN == 0:
+                events.append((job_id, "running", "preempted", None, "preempted", "", to_datetime(submitted + 600)))
         if len(jobs) >= 50_000:
-            _copy(Job, JOB_COLUMNS, jobs)
-            _copy(PodSet, POD_SET_COLUMNS, pod_sets)
-            jobs, pod_sets = [], []
+            _finished_copy(jobs, pod_sets, events)
+            jobs, pod_sets, events = [], [], []
+    _finished_copy(jobs, pod_sets, events)
+    return next_id + count
+
+
+def _finished_copy(jobs, pod_sets, events) -> None:
     _copy(Job, JOB_COLUMNS, jobs)
     _copy(PodSet, POD_SET_COLUMNS, pod_sets)
-    return next_id + count
+    _copy(JobEvent, EVENT_COLUMNS, events)
 
 
 ROLLUP_COLUMNS = ("start", "bucket_s", "job_id", "team_id", "queue_id", "flavor_id", "allocated_gpu_s", "used_gpu_s")

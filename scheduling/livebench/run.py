@@ -13,7 +13,7 @@ from portal.accounts.services import api_token_create
 
 from scheduling.livebench import build, measure
 from scheduling.livebench import server as server_module
-from scheduling.models import Job
+from scheduling.models import Job, QueueQuota
 
 BASELINE_PATH = "/api/v1/teams/"
 DEEP_OFFSET = 250_000
@@ -27,6 +27,8 @@ def pages_of(built: build.Built) -> dict[str, str]:
     """Every page and list endpoint; "deep" is the page DEEP_OFFSET jobs down the list, reached by its keyset link."""
     deep_id, deep_at = Job.objects.order_by("-submitted_at", "-id").values_list("id", "submitted_at")[min(DEEP_OFFSET, built.jobs // 2)]
     api_cursor = base64.b64encode(urlencode({"p": str(deep_at)}).encode()).decode()  # DRF's cursor: the position
+    queue, team, flavor = QueueQuota.objects.filter(queue__name=built.queue_names[0]).values_list(
+        "queue__name", "queue__team__name", "flavor__name").first()
     return {
         "web_login": "/accounts/login/",
         "web_jobs": "/",
@@ -36,8 +38,13 @@ def pages_of(built: build.Built) -> dict[str, str]:
         "web_submit_form": "/jobs/new/",
         "web_fleet": "/fleet/",
         "web_queues": "/queues/",
+        "web_quota_form": f"/queues/{queue}/quotas/{flavor}/",
+        "web_teams": "/teams/",
+        "web_team": f"/teams/{team}/",
+        "web_gaming": "/gaming/",
         "web_preemptions": "/preemptions/",
         "web_history": "/history/",
+        "web_audit": "/audit/",
         "api_jobs": "/api/v1/jobs/",
         "api_jobs_pending": "/api/v1/jobs/?state=pending",
         "api_jobs_deep": f"/api/v1/jobs/?{urlencode({'cursor': api_cursor})}",

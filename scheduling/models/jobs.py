@@ -164,6 +164,17 @@ class JobEvent(models.Model):
         return f"job {self.job_id}: {self.from_state or '∅'} → {self.to_state} ({self.reason})"
 
 
+class HistoryDay(models.Model):
+    """One ended UTC day of the history page (per queue: admissions, preemptions, wait percentiles), computed once from
+    its job events and kept: the events of an ended day do not change. Shared by every web worker, restarts included."""
+
+    day = models.DateField(primary_key=True)
+    rows = models.JSONField(help_text="[{queue, admissions, preemptions, p50_wait_s, p95_wait_s}], by queue name")
+
+    def __str__(self) -> str:
+        return f"history of {self.day}"
+
+
 class Explanation(models.Model):
     """Why pending jobs wait, as the reconcile pass last explained it: one row per distinct answer, so 100,000 jobs
     of a few hundred shapes are a few hundred rows. Jobs of one shape share a row ("s:" + a hash of the shape);

@@ -5,7 +5,7 @@ from scheduling.selectors.fleet import fleet_summary, node_list, scheduling_poli
 from scheduling.selectors.gaming import RULES as GAMING_RULES
 from scheduling.selectors.gaming import gaming_signals
 from scheduling.selectors.jobs import job_get, job_list, job_page, job_submitted
-from scheduling.selectors.org import allotment_rows, queue_get, queue_list, team_get, team_list, team_members, teams_visible
+from scheduling.selectors.org import allotment_get, allotment_rows, queue_get, queue_list, team_get, team_list, team_members, teams_visible
 from scheduling.selectors.preemption import preemption_list
 from scheduling.selectors.priority_classes import priority_class_get, priority_class_list, priority_classes_usable_by
 from scheduling.selectors.usage import idle_allocations, job_usage_over_time, usage_over_time, usage_report
@@ -34,6 +34,7 @@ __all__ = [
     "team_list",
     "team_members",
     "teams_visible",
+    "allotment_get",
     "allotment_rows",
     "usage_report",
     "usage_over_time",

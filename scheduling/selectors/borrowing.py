@@ -17,7 +17,7 @@ from django.db.models import Sum
 from scheduling import clock
 from scheduling.models import QueueQuota, QueueUsageRollup
 from scheduling.services.common import to_datetime
-from scheduling.selectors.usage import WINDOWS
+from scheduling.selectors.usage import WINDOWS, Epoch
 
 
 @dataclass
@@ -90,12 +90,13 @@ def borrowing_over_time(*, window: str, team: str | None = None, now: float | No
         quotas = {key: q for key, q in quotas.items() if (q["queue__cohort__name"], q["flavor__name"]) in cohorts}
     held = defaultdict(dict)  # (cohort, flavor, bucket start, bucket seconds) -> {(queue, flavor) key: GPUs held}
     rows = (QueueUsageRollup.objects.filter(start__gte=to_datetime(first), start__lte=to_datetime(now), queue_id__isnull=False)
-            .values("queue_id", "flavor_id", "start", "bucket_s").annotate(gpu_s=Sum("allocated_gpu_s")).order_by())
-    for row in rows:
-        quota = quotas.get((row["queue_id"], row["flavor_id"]))
+            .values("queue_id", "flavor_id", "start", "bucket_s").annotate(gpu_s=Sum("allocated_gpu_s"), start_s=Epoch("start"))
+            .order_by().values_list("queue_id", "flavor_id", "start_s", "bucket_s", "gpu_s"))  # seconds, not datetimes
+    for queue_id, flavor_id, start_s, bucket_s, gpu_s in rows:
+        quota = quotas.get((queue_id, flavor_id))
         if quota is not None:
-            bucket = (quota["queue__cohort__name"], quota["flavor__name"], row["start"].timestamp(), row["bucket_s"])
-            held[bucket][(row["queue_id"], row["flavor_id"])] = row["gpu_s"] / row["bucket_s"]
+            bucket = (quota["queue__cohort__name"], quota["flavor__name"], start_s, bucket_s)
+            held[bucket][(queue_id, flavor_id)] = gpu_s / bucket_s
 
     members = defaultdict(list)
     for key, quota in quotas.items():

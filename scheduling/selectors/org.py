@@ -44,6 +44,11 @@ def allotment_rows(*, queues: list[Queue] | None = None) -> list[dict]:
     ]
 
 
+def allotment_get(*, team_name: str, flavor_name: str) -> TeamAllotment:
+    """One team's allotment of one flavor (TeamAllotment.DoesNotExist when it has none)."""
+    return TeamAllotment.objects.select_related("team", "flavor").get(team__name=team_name, flavor__name=flavor_name)
+
+
 def team_get(*, name: str) -> Team:
     return team_list().get(name=name)
 

@@ -71,6 +71,7 @@ class UsageSeries:
     points: list[UsePoint]
     allocated_gpu_s: float
     used_gpu_s: float
+    step_s: float
 
     @property
     def use_percent(self) -> float | None:
@@ -88,9 +89,12 @@ class UsageSeries:
         return round(sum(p.used_gpus for p in held) / max(1, len(held)), 1)
 
     def chart(self) -> dict:
+        """What usage.js draws. The bins' times as the first one's start and the step (spelled out in each of the
+        fleet page's fifty charts, the same sixty times were half the page)."""
         return {
             "name": self.name,
-            "t": [_iso(p.start_s) for p in self.points],
+            "start": _iso(self.points[0].start_s),
+            "step_s": self.step_s,
             "allocated": [p.allocated_gpus for p in self.points],
             "used": [p.used_gpus for p in self.points],
         }
@@ -192,5 +196,5 @@ def job_usage_over_time(*, job_id: int, window: str, now: float | None = None) -
 def _series(name: str, rows: list[tuple[float, float, float]], *, now: float, window_s: float, step_s: float) -> UsageSeries:
     return UsageSeries(
         name=name, points=use_series(rows, since_s=now - window_s, until_s=now, step_s=step_s),
-        allocated_gpu_s=sum(r[1] for r in rows), used_gpu_s=sum(min(r[2], r[1]) for r in rows),
+        allocated_gpu_s=sum(r[1] for r in rows), used_gpu_s=sum(min(r[2], r[1]) for r in rows), step_s=step_s,
     )

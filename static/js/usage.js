@@ -5,6 +5,7 @@
     if (!window.Plotly) return;
     root.querySelectorAll("[data-usage-chart]:not([data-rendered])").forEach(function (target) {
       const data = JSON.parse(document.getElementById(target.dataset.usageChart).textContent);
+      data.t = window.binTimes(data.start, data.step_s, data.allocated.length);
       Plotly.newPlot(target, [
         { x: data.t, y: data.allocated, name: "allocated", type: "scatter", mode: "lines", fill: "tozeroy",
           line: { color: "#93a8d6", width: 1, shape: "hv" }, hovertemplate: "%{y:.1f} GPUs allocated<extra></extra>" },

@@ -160,7 +160,7 @@ def test_only_admins_preview_an_allotment(busy, client_as, user, status):
 
 def test_the_queue_page_previews_a_quota_without_saving(busy, client, org):
     client.force_login(org["vision-lead"])
-    assert "Preview" in client.get("/queues/").content.decode()
+    assert "Preview" in client.get(f"/queues/vision-main/quotas/{H100}/").content.decode()  # the form, opened from the queues page
     before = _state()
     page = client.post(f"/queues/vision-main/quotas/{H100}/preview/", {"nominal": 16, "borrowing_limit": "", "lending_limit": ""})
     assert page.status_code == 200

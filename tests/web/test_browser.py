@@ -1,10 +1,11 @@
 """Real headless Chromium through Playwright against a live server, one test per flow: a submission whose admission
 arrives without a reload, use-over-time and borrowing charts, the job list at phone width, an approval after its
-confirmation named on the victim's event, a lead's previewed quota change found in the audit log, and the placement
-list that keeps its open state across live refreshes."""
+confirmation named on the victim's event, a lead's previewed quota change found in the audit log, a quota form opened in
+its row whose refusal shows there, and the placement list that keeps its open state across live refreshes."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import time
@@ -38,6 +39,13 @@ def page(transactional_db, live_server, monkeypatch):
     from django.db import connections
 
     connections.close_all()  # the sync Playwright loop leaves this thread's connection marked async-unsafe
+
+
+def open_vision_quota(page) -> None:
+    """Open vision-main's quota form in its row; once htmx has put the focus in it, the test types (typed earlier,
+    a field's text could land in the field htmx focuses)."""
+    page.click("a[aria-label='Change the H100-80GB quota of vision-main']")
+    page.wait_for_function("document.activeElement.name === 'nominal'")
 
 
 def login(page, username: str) -> None:
@@ -76,6 +84,7 @@ def test_a_researcher_submits_and_sees_the_admission_arrive_without_reloading(pa
     page.click("button:has-text('Log out')")
     login(page, "vision-lead")
     page.goto("/queues/")
+    open_vision_quota(page)
     page.fill("input[aria-label='nominal vision-main H100-80GB']", "24")
     page.click("form[action*='vision-main'] button:has-text('Save')")
     page.wait_for_selector("text=Quota of vision-main for H100-80GB saved.")
@@ -103,6 +112,10 @@ def test_use_over_time_borrowing_and_history_charts_render_with_data_and_no_erro
     assert page.locator("#usage-charts [data-usage-chart]").count() == 2  # one per team with use
     assert page.locator("#usage-charts [data-usage-chart] .scatterlayer .trace").count() == 4  # allocated and used each
     assert "vision\t48 GPUs" in page.inner_text("#usage-table")
+    sent, drawn = page.evaluate("""() => { const chart = document.querySelector('#usage-charts [data-usage-chart]');
+        return [JSON.parse(document.getElementById(chart.dataset.usageChart).textContent), chart.data[0].x]; }""")
+    first = datetime.datetime.fromisoformat(sent["start"])  # the chart is sent its first bin and the step, not every time
+    assert drawn == [(first + datetime.timedelta(seconds=i * sent["step_s"])).strftime("%Y-%m-%dT%H:%M:%S") for i in range(len(sent["used"]))]
 
     page.click("#usage-charts a.choice:text-is('flavor')")  # htmx swaps in the per-flavor charts, drawn again
     page.wait_for_selector("#usage-charts figcaption:has-text('H100-80GB')")
@@ -178,6 +191,7 @@ def test_an_admin_approves_a_plan_after_the_confirmation_and_the_victims_event_n
 def test_a_lead_previews_and_saves_a_quota_change_and_finds_it_in_the_audit_log(page, org):
     login(page, "vision-lead")
     page.goto("/queues/")
+    open_vision_quota(page)
     page.fill("input[aria-label='nominal vision-main H100-80GB']", "24")
     page.click("#quota-vision-main-H100-80GB button:has-text('Preview')")
     page.wait_for_selector("h1:has-text('Preview: queue vision-main, H100-80GB')")
@@ -193,11 +207,37 @@ def test_a_lead_previews_and_saves_a_quota_change_and_finds_it_in_the_audit_log(
     assert "quotas.H100-80GB.nominal: 32 → 24" in row.inner_text()
 
     page.goto("/queues/")  # a refused change: the error beside its field, the typed value kept
+    open_vision_quota(page)
     page.fill("input[aria-label='borrowing limit vision-main H100-80GB']", "100000")
     page.click("#quota-vision-main-H100-80GB button:has-text('Save')")
     page.wait_for_selector("#id_vision-main_H100-80GB_borrowing_limit_error:has-text('more than the 64 H100-80GB GPUs')")
     assert page.input_value("input[aria-label='borrowing limit vision-main H100-80GB']") == "100000"
-    assert page.evaluate("document.activeElement.name") == "borrowing_limit"
+    page.wait_for_function("document.activeElement.name === 'borrowing_limit'")  # htmx focuses it as the row settles
+
+
+def test_a_quota_form_opens_in_its_row_and_a_refused_change_shows_its_error_there_without_a_reload(page, org):
+    login(page, "vision-lead")
+    page.goto("/queues/")
+    assert page.locator("form#quota-vision-main-H100-80GB").count() == 0, "no form until asked for"
+    page.evaluate("window.notReloaded = true")
+    open_vision_quota(page)  # and the opened form has the focus
+    nominal = page.locator("input[aria-label='nominal vision-main H100-80GB']")
+
+    nominal.fill("99")  # above the team's allotment of 32
+    with page.expect_response(lambda response: response.request.method == "POST") as answer:
+        page.click("#quota-vision-main-H100-80GB button:has-text('Save')")
+    assert answer.value.status == 400
+    page.wait_for_selector("#id_vision-main_H100-80GB_nominal_error:has-text('its allotment is 32')")
+    assert page.evaluate("window.notReloaded") is True, "the row was swapped, the page not reloaded"
+    assert nominal.input_value() == "99"
+    page.wait_for_function("document.activeElement.name === 'nominal'")  # on the field with the error
+    assert page.locator("#glance").count() == 1, "the rest of the page is still there"
+
+    nominal.fill("24")
+    page.click("#quota-vision-main-H100-80GB button:has-text('Save')")
+    page.wait_for_selector("text=Quota of vision-main for H100-80GB saved.")  # the queues page again, with the change
+    assert QueueQuota.objects.get(queue__name="vision-main").nominal == 24
+    assert "24 · ∞ · all" in page.inner_text("#queue-vision-main")
 
 
 def test_the_placement_list_keeps_its_open_or_closed_state_across_live_refreshes(page, org):

@@ -154,7 +154,10 @@ def test_the_favicon_is_ours(client, db):
 
 def test_a_lead_edits_a_quota_on_the_queues_page(browser_as):
     client = browser_as("vision-lead")
-    assert b'name="nominal"' in client.get("/queues/").content
+    page = client.get("/queues/").content.decode()
+    assert f'href="/queues/vision-main/quotas/{H100}/"' in page, "a link opens the form"
+    assert 'name="nominal"' not in page, "no form rendered up front"
+    assert 'name="nominal"' in client.get(f"/queues/vision-main/quotas/{H100}/").content.decode(), "without JavaScript: its own page"
     client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 16, "borrowing_limit": "", "lending_limit": ""})
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == 16
     response = client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 99}, follow=True)
@@ -217,7 +220,8 @@ def test_zero_limits_read_as_zero_not_as_unlimited(browser_as):
 
 def test_an_admin_raises_an_allotment_on_the_queues_page_after_previewing_it(browser_as):
     client = browser_as("admin")
-    assert 'aria-label="allotment vision H100-80GB"' in client.get("/queues/").content.decode()
+    assert f'href="/teams/vision/allotments/{H100}/"' in client.get("/queues/").content.decode()
+    assert 'aria-label="allotment vision H100-80GB"' in client.get(f"/teams/vision/allotments/{H100}/").content.decode()
     preview = client.post(f"/teams/vision/allotments/{H100}/preview/", {"gpus": 48})
     assert preview.status_code == 200 and "Preview: team vision, H100-80GB" in preview.content.decode()
     assert TeamAllotment.objects.get(team__name="vision").gpus == 32, "a preview saves nothing"
@@ -232,7 +236,8 @@ def test_an_admin_raises_an_allotment_on_the_queues_page_after_previewing_it(bro
 def test_a_lead_sees_allotments_but_cannot_change_them(browser_as):
     client = browser_as("vision-lead")
     page = client.get("/queues/").content.decode()
-    assert "Team allotments" in page and 'name="gpus"' not in page
+    assert "Team allotments" in page and f'href="/teams/vision/allotments/{H100}/"' not in page
+    assert client.get(f"/teams/vision/allotments/{H100}/").status_code == 403
     response = client.post(f"/teams/vision/allotments/{H100}/", {"gpus": 64}, follow=True)
     assert "only admins change allotments" in response.content.decode()
     assert TeamAllotment.objects.get(team__name="vision").gpus == 32
@@ -240,7 +245,8 @@ def test_a_lead_sees_allotments_but_cannot_change_them(browser_as):
 
 def test_a_researcher_cannot_edit_quotas_on_the_queues_page(browser_as):
     client = browser_as("vision-researcher")
-    assert b'name="nominal"' not in client.get("/queues/").content
+    assert f'href="/queues/vision-main/quotas/{H100}/"' not in client.get("/queues/").content.decode()
+    assert client.get(f"/queues/vision-main/quotas/{H100}/").status_code == 403
     client.post(f"/queues/vision-main/quotas/{H100}/", {"nominal": 1})
     assert QueueQuota.objects.get(queue__name="vision-main").nominal == 32
 

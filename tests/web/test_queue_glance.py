@@ -30,10 +30,10 @@ def test_a_borrowing_queue_and_its_lender_split_their_quota_into_the_four_parts(
     assert glances[1].admitted_today == 1 and glances[1].p50_wait_today_s is not None
 
 
-def test_the_queue_page_shows_the_picture_before_the_edit_forms(client, org):
+def test_the_queue_page_shows_the_picture_before_the_quotas(client, org):
     submit(org, "vision-researcher", "vision-main", 6, "wide")
     reconcile_pass_run()
     client.force_login(org["vision-lead"])
     page = client.get("/queues/").content.decode()
-    assert page.index('id="glance-vision-main"') < page.index('id="glance-language-main"') < page.index('name="nominal"')
+    assert page.index('id="glance-vision-main"') < page.index('id="glance-language-main"') < page.index('class="quota"')
     assert "vision-main borrows 16" in page and "lent by language-main (16)" in page
