@@ -110,7 +110,7 @@ class _Cycle:
         self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
         self.preempting_queues: set[str] = set()
         self.plans_made = 0
-        self.domain_gpus: dict[int, dict[str, int]] = {}
+        self.footprints: dict[int, tuple] = {}
 
     # 3 ---------------------------------------------------------------------------------------
     def order_queues(self) -> None:
@@ -363,7 +363,7 @@ class _Cycle:
             now=self.snapshot.now,
             config=self.config,
             reason=reason,
-            domain_gpus=self.domain_gpus,
+            footprints=self.footprints,
         )
         if plan is None:
             return None

@@ -79,7 +79,7 @@ def _domain_plan(job, domain, classes, fleet: FleetState, by_node, now, overhead
                     fleet.release_placement(j.placement, j)
                     released.append(j)
             freed.append(name)
-            if fleet.place(job, within=domain) is not None:
+            if fleet.fits(job, within=domain):
                 # The moved jobs must fit back outside the freed nodes: count the free GPUs left elsewhere.
                 moved_gpus = sum(j.gpus for j in moved.values())
                 free_elsewhere = sum(

@@ -92,6 +92,7 @@ class FleetState:
             self._level_ix[level] = tuple(range(len(self._states) - len(states), len(self._states)))
         self._node_domain_ix = [tuple(ix) for ix in node_domain_ix]
         self._tolerated_cache: dict[tuple, tuple[int, ...]] = {}
+        self._pods_cache: dict[tuple, tuple[tuple[str, int], ...]] = {}
 
     def copy(self) -> "FleetState":
         """An independent copy for one cycle to mutate; immutable parts (nodes, domains, classes) are shared."""
@@ -185,6 +186,15 @@ class FleetState:
             if whole:
                 state.whole_nodes[c] += whole
 
+    def allocate_nodes(self, gpus_by_node: Iterable[tuple[int, int]]) -> None:
+        """(node index, GPUs) pairs, as the preemption planner keeps its victims' pods."""
+        for i, gpus in gpus_by_node:
+            self._shift(i, -gpus)
+
+    def release_nodes(self, gpus_by_node: Iterable[tuple[int, int]]) -> None:
+        for i, gpus in gpus_by_node:
+            self._shift(i, +gpus)
+
     def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):
             if pod.node in self.index_of:
@@ -206,22 +216,36 @@ class FleetState:
         """Where the whole gang would go now, or None. Does not change the state."""
         if not self.topology_aware:
             return self._first_fit(job)
+        chosen = self._choose_domain(job, levels, within)
+        return self._assign(*chosen) if chosen is not None else None
+
+    def fits(self, job: Job, *, levels: Sequence[str] | None = None, within: Domain | None = None) -> bool:
+        """Whether `place` would find a placement: answered on the histograms, without naming the nodes (the
+        preemption planner asks this thousands of times per plan)."""
+        if not self.topology_aware:
+            return self._first_fit(job) is not None
+        return self._choose_domain(job, levels, within) is not None
+
+    def _choose_domain(self, job: Job, levels: Sequence[str] | None, within: Domain | None):
+        """The domain state the gang goes to, with its tolerated classes and pods largest first; or None."""
         classes = self.tolerated_classes(job)
         if not classes:
             return None
-        pods = _pods_largest_first(job)
+        pods = self._pods_cache.get(job.pod_sets)
+        if pods is None:
+            pods = self._pods_cache[job.pod_sets] = _pods_largest_first(job)
         if within is not None and within.level == FLEET and job.topology.required:
             within = None  # a plan only quota blocked names the fleet: the gang still goes inside its required level
         if within is not None:
             best, _ = self._best_domain([self._state_by_key[within.key]], classes, pods, job.gpus)
-            return self._assign(best, classes, pods) if best else None
+            return (best, classes, pods) if best else None
         # A preferred level is a promise of locality: the first level that fits wins. Without one,
         # a coarser domain wins only if it breaks fewer whole nodes than the finer one would.
         locality_first = job.topology.preferred is not None
         if self.single_pods_fleet_wide and levels is None and len(pods) == 1 and job.topology == TopologyRequest():
             levels = (FLEET,)  # SchedulerConfig.single_pods_fleet_wide
         chosen, chosen_score = None, None
-        for rank, level in enumerate(levels or levels_to_try(self.topology, job.topology)):
+        for level in levels or levels_to_try(self.topology, job.topology):
             best, score = self._best_domain(self._domain_states.get(level, ()), classes, pods, job.gpus)
             if best is None:
                 continue
@@ -229,7 +253,7 @@ class FleetState:
                 chosen, chosen_score = best, score
             if locality_first or chosen_score[0] == 0:
                 break
-        return self._assign(chosen, classes, pods) if chosen is not None else None
+        return (chosen, classes, pods) if chosen is not None else None
 
     def _best_domain(self, states, classes, pods, demand_gpus) -> tuple[_DomainState | None, tuple | None]:
         best, best_score = None, None
@@ -314,10 +338,10 @@ class FleetState:
         return GangPlacement(fleet, tuple(placed), tuple(sizes))
 
 
-def _pods_largest_first(job: Job) -> list[tuple[str, int]]:
+def _pods_largest_first(job: Job) -> tuple[tuple[str, int], ...]:
     pods = [(ps.name, ps.gpus_per_pod) for ps in job.pod_sets for _ in range(ps.count)]
     pods.sort(key=lambda pod: -pod[1])
-    return pods
+    return tuple(pods)
 
 
 def _pods_with_gpus(placement: Iterable[PodPlacement], job: Job):

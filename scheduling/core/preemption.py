@@ -68,8 +68,11 @@ class _Candidate:
     cost_gpu_hours: float
     gpus_by_domain: dict[str, int]
     """GPUs this victim would free in each domain it has pods in."""
+    gpus_by_node: tuple[tuple[int, int], ...]
+    """(node index, GPUs) of each of its pods: what taking it frees, without looking its placement up again."""
     lender_queue: Queue | None
     """For a reclaim candidate, its queue: skipped once that queue no longer borrows."""
+    gpus: int
 
     @property
     def band(self) -> tuple[int, int]:
@@ -159,18 +162,18 @@ def plan_preemption(
     now: float,
     config: SchedulerConfig,
     reason: PendingReason,
-    domain_gpus: dict[int, dict[str, int]] | None = None,
+    footprints: dict[int, tuple] | None = None,
 ) -> PreemptionPlan | None:
     """The victims, in Kueue's order, that make `job` fit quota and one domain, or None. State is left as found.
 
-    `domain_gpus` (job id → GPUs per domain key) may be shared by the plans of one cycle: a running
-    job's placement does not change while the cycle plans.
+    `footprints` (job id → GPUs per domain key and per node) may be shared by the plans of one cycle: a
+    running job's placement does not change while the cycle plans.
     """
     if not candidates:
         return None
-    if domain_gpus is None:
-        domain_gpus = {}
-    ordered = _in_order(job, candidates, fleet, ledger, now, config, domain_gpus)
+    if footprints is None:
+        footprints = {}
+    ordered = _in_order(job, candidates, fleet, ledger, now, config, footprints)
     for attempt in _attempts(job, ordered, ledger):
         plan = _plan_in_best_domain(job, attempt, fleet, ledger, reason)
         if plan is not None:
@@ -193,7 +196,7 @@ def _plan_in_best_domain(job: Job, ordered: list[_Candidate], fleet: FleetState,
     quota_blocks = reason is PendingReason.QUOTA
     if quota_blocks and not _quota_can_be_met(job, ordered, ledger):
         return None
-    if quota_blocks and fleet.place(job) is not None:
+    if quota_blocks and fleet.fits(job):
         # Only quota blocks: the victims may run anywhere; the gang then goes where it fits now.
         victims = _victims_for_domain(job, None, ordered, fleet, ledger)
         return _plan(job, victims, FLEET, reason) if victims is not None else None
@@ -220,7 +223,7 @@ def _plan_in_best_domain(job: Job, ordered: list[_Candidate], fleet: FleetState,
     for _, rank, domain in estimates[:MAX_DOMAINS_EXAMINED]:
         # Victims elsewhere still return quota when quota blocks; only the domain's own help placement.
         useful = ordered if quota_blocks else in_domain.get(domain.key, [])
-        victims = _victims_for_domain(job, domain, useful, fleet, ledger)
+        victims = _victims_for_domain(job, domain, useful, fleet, ledger, to_beat=best[0][:2] if best else None)
         if victims is None:
             continue
         key = (max(v.band for v in victims), sum(v.cost_gpu_hours for v in victims), len(victims), rank, domain.key)
@@ -232,7 +235,7 @@ def _plan_in_best_domain(job: Job, ordered: list[_Candidate], fleet: FleetState,
     return _plan(job, victims, domain.key, reason)
 
 
-def _in_order(job, candidates, fleet, ledger, now, config, domain_gpus) -> list[_Candidate]:
+def _in_order(job, candidates, fleet, ledger, now, config, footprints) -> list[_Candidate]:
     """Kueue's candidate order, then ours: reclaim (most-over-nominal queue, lowest priority) before the
     preemptor's own queue (lowest priority); then the cheapest displacement, the most recently started."""
     queues = ledger.queues
@@ -249,7 +252,7 @@ def _in_order(job, candidates, fleet, ledger, now, config, domain_gpus) -> list[
             rule, lender = RECLAIM, queues[c.queue]
             over_nominal = ledger.borrowed(lender, job.flavor)
         order = (rule, -over_nominal, c.priority, cost, recency, c.id)
-        ordered.append(_Candidate(c, rule, order, cost, _gpus_by_domain(c, fleet, domain_gpus), lender))
+        ordered.append(_Candidate(c, rule, order, cost, *_footprint(c, fleet, footprints), lender, c.gpus))
     ordered.sort(key=lambda c: c.order)
     return ordered
 
@@ -278,29 +281,35 @@ def _quota_can_be_met(job: Job, ordered: Sequence[_Candidate], ledger: QuotaLedg
     for first, gpus in by_queue.values():
         ledger.shift(first, -gpus)
     try:
-        return ledger.check(job).fits
+        return ledger.fits(job)
     finally:
         for first, gpus in by_queue.values():
             ledger.shift(first, gpus)
 
 
-def _gpus_by_domain(job: Job, fleet: FleetState, known: dict[int, dict[str, int]]) -> dict[str, int]:
+def _footprint(job: Job, fleet: FleetState, known: dict[int, tuple]) -> tuple[dict[str, int], tuple[tuple[int, int], ...]]:
+    """The GPUs the job holds per domain and per node (cached in `known` for the cycle)."""
     cached = known.get(job.id)
     if cached is not None:
         return cached
     per_pod = {ps.name: ps.gpus_per_pod for ps in job.pod_sets}
     by_domain: dict[str, int] = {}
+    by_node: list[tuple[int, int]] = []
     for pod in job.placement:
         i = fleet.index_of.get(pod.node)
         if i is not None:
+            gpus = per_pod.get(pod.pod_set, 0)
+            by_node.append((i, gpus))
             for key in fleet.domain_keys_of(i):
-                by_domain[key] = by_domain.get(key, 0) + per_pod.get(pod.pod_set, 0)
-    known[job.id] = by_domain
-    return by_domain
+                by_domain[key] = by_domain.get(key, 0) + gpus
+    known[job.id] = footprint = (by_domain, tuple(by_node))
+    return footprint
 
 
-def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLedger) -> list[_Candidate] | None:
+def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLedger,
+                        to_beat: tuple | None = None) -> list[_Candidate] | None:
     """Take candidates in order until quota and placement in `domain` succeed; then Kueue's minimal-set pass.
+    None if no victims make room, or if they could not make a plan better than `to_beat` (band, cost).
 
     With no domain only quota is checked: the caller knows the gang fits the fleet as it is.
     """
@@ -310,23 +319,25 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
 
     def take(candidate: _Candidate) -> None:
         nonlocal reclaimed
-        _evict(candidate.job, fleet, ledger)
+        _evict(candidate, fleet, ledger)
         reclaimed += candidate.rule == RECLAIM
 
     def put_back(candidate: _Candidate) -> None:
         nonlocal reclaimed
-        _restore(candidate.job, fleet, ledger)
+        _restore(candidate, fleet, ledger)
         reclaimed -= candidate.rule == RECLAIM
 
-    def fits() -> bool:
-        if not ledger.check(job).fits or (reclaimed and not _is_within_nominal(job, ledger)):
+    def has_room() -> bool:
+        """The gang fits its domain, and a plan that reclaims leaves it within nominal (its quota aside)."""
+        if reclaimed and not _is_within_nominal(job, ledger):
             return False
-        return domain is None or (
-            fleet.free_gpus_in(domain, classes) >= job.gpus and fleet.place(job, within=domain) is not None
-        )
+        return domain is None or (fleet.free_gpus_in(domain, classes) >= job.gpus and fleet.fits(job, within=domain))
+
+    def fits() -> bool:
+        return ledger.fits(job) and has_room()
 
     try:
-        quota_fits = ledger.check(job).fits
+        quota_fits = ledger.fits(job)
         for candidate in ordered:
             if candidate.lender_queue is not None and ledger.borrowed(candidate.lender_queue, job.flavor) <= 0:
                 continue  # its queue is back within nominal: nothing left to reclaim from it
@@ -334,12 +345,17 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
                 continue  # quota is met; a victim outside the domain frees no room the gang can use
             take(candidate)
             removed.append(candidate)
-            if fits():
+            # Taking victims only lowers usage, so quota once met stays met while they are taken.
+            quota_fits = quota_fits or ledger.fits(job)
+            if quota_fits and has_room():
                 break
-            quota_fits = quota_fits or ledger.check(job).fits
         else:
             return None
-        # The last victim taken was needed; the others go back, latest taken first, if the gang still fits.
+        # The last victim taken was needed; the others go back, latest taken first, if the gang still fits. It stays,
+        # so the plan reaches at least its band and costs at least its cost: if that is already worse, stop here.
+        last = removed[-1]
+        if to_beat is not None and (last.band, last.cost_gpu_hours) > to_beat:
+            return None
         for candidate in reversed(removed[:-1]):
             put_back(candidate)
             if fits():
@@ -349,17 +365,17 @@ def _victims_for_domain(job, domain, ordered, fleet: FleetState, ledger: QuotaLe
         return list(removed)
     finally:
         for candidate in removed:
-            _restore(candidate.job, fleet, ledger)
+            _restore(candidate, fleet, ledger)
 
 
-def _evict(job: Job, fleet: FleetState, ledger: QuotaLedger) -> None:
-    fleet.release_placement(job.placement, job)
-    ledger.remove(job)
+def _evict(candidate: _Candidate, fleet: FleetState, ledger: QuotaLedger) -> None:
+    fleet.release_nodes(candidate.gpus_by_node)
+    ledger.shift(candidate.job, -candidate.gpus)
 
 
-def _restore(job: Job, fleet: FleetState, ledger: QuotaLedger) -> None:
-    fleet.allocate_placement(job.placement, job)
-    ledger.add(job)
+def _restore(candidate: _Candidate, fleet: FleetState, ledger: QuotaLedger) -> None:
+    fleet.allocate_nodes(candidate.gpus_by_node)
+    ledger.shift(candidate.job, candidate.gpus)
 
 
 __all__ = ["candidate_victims", "displacement_cost_gpu_hours", "needs_approval", "plan_preemption", "state_fingerprint"]

@@ -86,10 +86,13 @@ class QuotaLedger:
         self.used: dict[tuple[str, str], int] = {}
         self.pool_size: dict[tuple[str, str], int] = {}
         self.pool_drawn: dict[tuple[str, str], int] = {}
-        for queue in queues.values():
+        self.pool_of: dict[tuple[str, str], tuple[tuple[str, str], int]] = {}
+        """(queue, flavor) → its cohort's pool and its guaranteed part (usage above it draws from the pool)."""
+        for name, queue in queues.items():
             for flavor, quota in queue.quotas.items():
                 key = (cohort_of(queue), flavor)
                 self.pool_size[key] = self.pool_size.get(key, 0) + lendable(quota)
+                self.pool_of[(name, flavor)] = (key, guaranteed(quota))
         for job in holding:
             self.add(job)
 
@@ -121,25 +124,17 @@ class QuotaLedger:
         after = used + job.gpus
         has_cohort = queue.cohort is not None
         may_borrow = has_cohort and job.is_preemptible
-        if not may_borrow:
-            ceiling = quota.nominal
-        elif quota.borrowing_limit is None:
-            ceiling = UNLIMITED
-        else:
-            ceiling = quota.nominal + quota.borrowing_limit
+        ceiling = _ceiling(quota, may_borrow)
         pool_free = self.pool_free(cohort_of(queue), job.flavor)
         reachable = max(0, guaranteed(quota) - used) + pool_free
         room = max(0, min(ceiling - used, reachable))
-        limit = ""
-        if after > ceiling:
+        if self.fits(job):
+            limit = ""
+        elif after > ceiling:
             limit = QuotaLimit.BORROWING_LIMIT if may_borrow else QuotaLimit.NOT_PREEMPTIBLE if has_cohort else QuotaLimit.NOMINAL
-        elif _draw(quota, after) - _draw(quota, used) > pool_free:
-            if not has_cohort:
-                limit = QuotaLimit.NOMINAL
-            elif after <= quota.nominal:
-                limit = QuotaLimit.LENT_OUT
-            else:
-                limit = QuotaLimit.COHORT_EXHAUSTED
+        else:  # within the ceiling: the cohort's pool cannot give what the job would draw from it
+            limit = (QuotaLimit.NOMINAL if not has_cohort else QuotaLimit.LENT_OUT if after <= quota.nominal
+                     else QuotaLimit.COHORT_EXHAUSTED)
         return QuotaCheck(
             fits=not limit,
             is_borrowing=after > quota.nominal,
@@ -153,27 +148,37 @@ class QuotaLedger:
             limit=limit,
         )
 
+    def fits(self, job: Job) -> bool:
+        """`check(job).fits` without the figures a message needs: the preemption planner asks it after every victim
+        it takes."""
+        queue = self.queues.get(job.queue)
+        quota = queue.quotas.get(job.flavor) if queue else None
+        if quota is None:
+            return False
+        used = self.usage(job.queue, job.flavor)
+        after = used + job.gpus
+        return (after <= _ceiling(quota, queue.cohort is not None and job.is_preemptible)
+                and _draw(quota, after) - _draw(quota, used) <= self.pool_free(cohort_of(queue), job.flavor))
+
     # --- mutation ------------------------------------------------------------------------
 
     def add(self, job: Job) -> None:
-        self._shift(job, +job.gpus)
+        self.shift(job, +job.gpus)
 
     def remove(self, job: Job) -> None:
-        self._shift(job, -job.gpus)
+        self.shift(job, -job.gpus)
 
-    def shift(self, job: Job, gpus: int) -> None:
-        """Add `gpus` (negative: remove) to the usage of `job`'s queue and flavor: many jobs of one queue at once."""
-        self._shift(job, gpus)
-
-    def _shift(self, job: Job, delta: int) -> None:
-        queue = self.queues.get(job.queue)
+    def shift(self, job: Job, delta: int) -> None:
+        """Add `delta` GPUs (negative: remove) to the usage of `job`'s queue and flavor: a victim the planner takes
+        or puts back, or many jobs of one queue at once."""
+        # The hot path of preemption planning: the pool and guaranteed part are looked up once, at construction.
         key = (job.queue, job.flavor)
         before = self.used.get(key, 0)
-        self.used[key] = before + delta
-        quota = queue.quotas.get(job.flavor) if queue else None
-        if quota is not None:
-            pool = (cohort_of(queue), job.flavor)
-            self.pool_drawn[pool] = self.pool_drawn.get(pool, 0) + _draw(quota, before + delta) - _draw(quota, before)
+        after = self.used[key] = before + delta
+        pool_of = self.pool_of.get(key)
+        if pool_of is not None:
+            pool, floor = pool_of
+            self.pool_drawn[pool] = self.pool_drawn.get(pool, 0) + max(0, after - floor) - max(0, before - floor)
 
 
 def cohort_of(queue: Queue) -> str:
@@ -186,6 +191,13 @@ def lendable(quota: Quota) -> int:
 
 def guaranteed(quota: Quota) -> int:
     return quota.nominal - lendable(quota)
+
+
+def _ceiling(quota: Quota, may_borrow: bool) -> int:
+    """The most GPUs the queue may use for a job: its nominal quota, plus its borrowing limit if the job may borrow."""
+    if not may_borrow:
+        return quota.nominal
+    return UNLIMITED if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit
 
 
 def _draw(quota: Quota, used: int) -> int:

@@ -43,7 +43,7 @@ class EmptyFleet:
         if fits is None:
             if self._fleet is None:
                 self._fleet = FleetState(self.nodes, self.topology, topology_aware=self.topology_aware)
-            fits = self._fits[job.shape] = self._fleet.place(job) is not None
+            fits = self._fits[job.shape] = self._fleet.fits(job)
         return fits
 
 

@@ -284,13 +284,13 @@ class _Forward:
         quota_key = (job.queue, job.flavor, job.gpus)
         ok = fits_cache.get(quota_key)
         if ok is None:
-            ok = fits_cache[quota_key] = self.ledger.check(job).fits
+            ok = fits_cache[quota_key] = self.ledger.fits(job)
         if not ok:
             return False
         shape = job.shape
         ok = fits_cache.get(shape)
         if ok is None:
-            ok = fits_cache[shape] = self.fleet.place(job) is not None
+            ok = fits_cache[shape] = self.fleet.fits(job)
         return ok
 
     def _strict_reach(self, line: _QueueLine, admissible: dict, t: float) -> set[int]:

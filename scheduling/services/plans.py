@@ -183,8 +183,8 @@ class _StateAfterCycle:
 
     def _fits(self, job: Job, domain_key: str) -> bool:
         domain = self.fleet.domain_by_key.get(domain_key)
-        return (domain is not None and self.limits.check(job) is None and self.ledger.check(job).fits
-                and self.fleet.place(job, within=domain) is not None)
+        return (domain is not None and self.limits.check(job) is None and self.ledger.fits(job)
+                and self.fleet.fits(job, within=domain))
 
     def _release(self, job: Job) -> None:
         self.fleet.release_placement(job.placement, job)

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from scheduling.simulation.engine import simulate
 from scheduling.simulation.fleet import FleetError
-from scheduling.simulation.gaming import gaming_table, run_gaming
+from scheduling.simulation.gaming import SEEDS as GAMING_SEEDS, gaming_table, run_gaming
 from scheduling.simulation.metrics import add_fairness, summarize
 from scheduling.simulation.policies import POLICIES, get_policy, with_approval
 from scheduling.simulation.report import table, team_table, write_plot
@@ -31,11 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="size a fleet of 8-GPU nodes so the trace's average demand is this share of it "
                              "(default 0.85 for ITP and synthetic traces)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic trace (the first seed of --seeds)")
-    parser.add_argument("--seeds", type=int, default=None, help="--scenario gaming: run this many seeds from --seed (default 3)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help=f"--scenario gaming: run this many seeds from --seed (default {GAMING_SEEDS})")
     parser.add_argument("--scenario", choices=("gaming",), default=None,
-                        help="'gaming': one team plays each gaming strategy on a seeded week of 1,024 GPUs; its gain and "
-                             "the others' waits against the honest run, with and without the defences (docs/gaming.md)")
-    parser.add_argument("--defended-only", action="store_true", help="--scenario gaming: skip the runs without the defences")
+                        help="'gaming': one team plays each gaming strategy on a seeded day of 1,024 GPUs; its gain and "
+                             "the others' waits against the honest run, with 95 %% intervals over the seeds (docs/gaming.md)")
+    parser.add_argument("--undefended", action="store_true",
+                        help="--scenario gaming: also run every strategy with the defences off (twice the time)")
     parser.add_argument("--suite", action="store_true",
                         help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
                              "no checkpoints and 30-min checkpoints) and print one table")
@@ -139,14 +141,16 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
 def run_gaming_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
     started = time.perf_counter()
     quiet = o.get("no_progress")
-    seeds = tuple(range(o.get("seed") or 1, (o.get("seed") or 1) + (o.get("seeds") or 3)))
-    document = run_gaming(seeds=seeds, workers=o.get("workers"), with_undefended=not o.get("defended_only"),
+    seeds = tuple(range(o.get("seed") or 1, (o.get("seed") or 1) + (o.get("seeds") or GAMING_SEEDS)))
+    document = run_gaming(seeds=seeds, workers=o.get("workers"), with_undefended=bool(o.get("undefended")),
                           progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)))
     document["wall_s"] = time.perf_counter() - started
     print(f"gaming scenario: {document['jobs']:,} jobs, {document['gpus']:,} GPUs, seeds {', '.join(map(str, seeds))}, gaming team "
-          f"{document['gamer']}; figures are means over the seeds, ×honest against the honest run of the same policy", file=stdout)
+          f"{document['gamer']}; figures are means over the seeds; ×honest is the mean of each seed's ratio to the honest "
+          f"run of the same policy and seed, with its 95 % interval", file=stdout)
     print(gaming_table(document), file=stdout)
-    print(f"gaming: {sum(len(rows) for rows in document['policies'].values())} runs in {document['wall_s']:.0f}s wall", file=stdout)
+    replays = sum(len(rows) for rows in document["policies"].values()) * len(seeds)
+    print(f"gaming: {replays} replays in {document['wall_s']:.0f}s wall", file=stdout)
     return _written(document, o, stdout)
 
 

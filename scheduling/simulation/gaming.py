@@ -1,9 +1,10 @@
 """The gaming scenario: does a team that games the scheduler gain anything? (`simulate --scenario gaming`)
 
 Eight teams share 1,024 GPUs (8-GPU nodes in 2 blocks × 4 racks × 16 nodes, the demo's H100 part) with
-equal nominal quotas in one cohort, on a seeded synthetic half day (heavy-tailed durations, multi-node gangs;
-`synthetic.py`) whose jobs ask for more GPU-hours than the fleet has, every job checkpointing every 30 min.
-Each run makes one team (`GAMER`) play one strategy on the same trace; everything else is identical:
+equal nominal quotas in one cohort, on a seeded synthetic day (heavy-tailed durations, multi-node gangs;
+`synthetic.py`) that asks for more GPU-hours than the fleet has, every job checkpointing every 30 min, the
+admission cycle on a one-minute beat. Each run makes one team (`GAMER`) play one strategy on the same trace;
+everything else is identical:
 
 | strategy | what the gaming team does |
 |---|---|
@@ -15,20 +16,21 @@ Each run makes one team (`GAMER`) play one strategy on the same trace; everythin
 | squat | its jobs never checkpoint, so taking back the quota they borrow loses whole runs |
 | queues | its jobs spread over 4 queues, its quota split between them |
 
-Measured against the honest run (same seed): the gaming team's GPU-hours of work done by the end of the
-submissions and its mean wait (a split job waits until its last piece starts; placeholders are not jobs),
-and the other teams' mean wait. Run with the defences (the default policy and the admin's optional ones) and
-without them, over several seeds (one seed's waits move by more than 5 % whatever anyone does).
+Measured against the honest run of the same seed (the same jobs): the gaming team's GPU-hours of work done before
+the last submission and its mean wait (a split job waits until its last piece starts; placeholders are not jobs),
+and the other teams' mean wait. One seed's ratios move by several per cent whatever anyone does, so every ratio is a
+mean over seeds with its 95 % interval (`confidence.py`), and a strategy passes the bar only when every interval does.
 """
 
 from __future__ import annotations
 
 import math
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 from scheduling.core.model import Node
+from scheduling.simulation.confidence import Estimate, estimate
 from scheduling.simulation.engine import Scenario, SimResult, simulate
 from scheduling.simulation.fleet import Fleet
 from scheduling.simulation.policies import POLICIES, Policy
@@ -39,10 +41,13 @@ GAMER = "team0"
 TEAMS = 8
 FLAVOR = "H100-80GB"
 NODE_GPUS = 8
-JOBS_PER_DAY = 5_500
-DAYS = 0.5
-"""2,750 jobs asking 1.5–1.8× the fleet's GPU-seconds over their submission span (the long tail runs on): a
-replay takes about a minute. Denser days make waits longer and ratios steadier, at minutes per replay."""
+JOBS_PER_DAY = 8_000
+DAYS = 1.0
+"""8,000 jobs over a day: the whole-node jobs wait hours for whole nodes, the mean wait is half an hour to an hour.
+Sparser days (5,500 jobs a day) left waits of tens of seconds, where one seed's ratios swing by tens of per cent."""
+CYCLE_INTERVAL_S = 60.0
+"""The admission cycle on a one-minute beat (Scenario.cycle_interval_s): every blocked queue head plans a preemption
+each cycle, so a cycle per event made a dense day cost minutes; the beat adds half a minute to waits of an hour."""
 CHECKPOINT_INTERVAL_S = 1800
 PRIORITY_CLASSES = {"normal": 0, "high": 10}
 """The demo's classes: every team may use `high`, at most HIGH_CAP_GPUS at once."""
@@ -50,6 +55,9 @@ HIGH_CAP_GPUS = 64
 PLACEHOLDER_LEAD_S = 3600.0
 HOARD_S = 4 * 3600.0
 EXTRA_QUEUES = 4
+SEEDS = 4
+"""Seeds of a default run: 28 replays, about nine minutes of CPU. Its intervals are about twice as wide as ten seeds'
+(`--seeds 10`, 22 minutes), which is what resolves 5 % for the others' wait (docs/gaming.md)."""
 MARGIN = 0.05
 """The issue's bar: no strategy may gain the gamer, or cost the others, more than 5 %."""
 
@@ -148,7 +156,7 @@ def gaming_scenario(strategy: str, *, seed: int = 1, trace: Trace | None = None)
             quotas[_extra_queue(k)] = {FLAVOR: per_queue + (1 if k < extra else 0)}
             queue_teams[_extra_queue(k)] = GAMER
     return Scenario(played, fleet, quotas, checkpoint_interval_s=CHECKPOINT_INTERVAL_S, name=f"gaming: {GAMER} {strategy}",
-                    queue_teams=queue_teams, priority_class_caps={"high": HIGH_CAP_GPUS})
+                    queue_teams=queue_teams, priority_class_caps={"high": HIGH_CAP_GPUS}, cycle_interval_s=CYCLE_INTERVAL_S)
 
 
 # --- policies: the default, and the same without the defences ---------------------------------------------------
@@ -180,16 +188,16 @@ UNDEFENDED = {"idle_grace_s": math.inf, "fair_share_per_team": False, "reclaim_a
 @dataclass(frozen=True)
 class Outcome:
     gamer_gpu_hours: float
-    """GPU-hours of the gamer's work done by the last submission (placeholders' and idle holds' time is no work)."""
+    """GPU-hours of the gamer's work done before the last submission (JobRecord.work_gpu_s_in_span: idle holds,
+    placeholders, restarts and lost work are no work)."""
     gamer_mean_wait_s: float
     others_mean_wait_s: float
     preemptions: int
-    wall_s: float
+    cpu_s: float
 
 
 def outcome(scenario: Scenario, result: SimResult) -> Outcome:
     jobs = {job.id: job for job in scenario.trace.jobs}
-    horizon = result.horizon_s
     work_gpu_s = 0.0
     gamer_waits: dict[int, float] = {}
     others: list[float] = []
@@ -201,8 +209,7 @@ def outcome(scenario: Scenario, result: SimResult) -> Outcome:
             if record.end_s is not None:
                 others.append(record.waited_s)
             continue
-        if record.work_end_s is not None and record.work_end_s <= horizon:
-            work_gpu_s += record.gpus * job.duration_s
+        work_gpu_s += record.work_gpu_s_in_span
         stands_for = job.stands_for or job.id
         gamer_waits[stands_for] = max(gamer_waits.get(stands_for, 0.0), record.waited_s)
     return Outcome(
@@ -210,7 +217,7 @@ def outcome(scenario: Scenario, result: SimResult) -> Outcome:
         gamer_mean_wait_s=sum(gamer_waits.values()) / max(1, len(gamer_waits)),
         others_mean_wait_s=sum(others) / max(1, len(others)),
         preemptions=result.preemptions,
-        wall_s=result.wall_s,
+        cpu_s=result.cpu_s,
     )
 
 
@@ -222,10 +229,15 @@ def run_strategy(strategy: str, policy_name: str, *, seed: int = 1) -> Outcome:
     return outcome(scenario, simulate(scenario, policy))
 
 
-def run_gaming(*, seeds: tuple[int, ...] = (1,), strategies: tuple[str, ...] = tuple(STRATEGIES), with_undefended: bool = True,
+RATIOS = {"gamer_gpu_hours_x": "gamer_gpu_hours", "gamer_wait_x": "gamer_mean_wait_s", "others_wait_x": "others_mean_wait_s"}
+"""Each ratio of a run to the honest run of its policy and seed, and the figure it divides."""
+
+
+def run_gaming(*, seeds: tuple[int, ...] = (1,), strategies: tuple[str, ...] = tuple(STRATEGIES), with_undefended: bool = False,
                workers: int | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """Every strategy on every seed under the defended policy (and the undefended one), `workers` runs at once. Each
-    figure is the mean over the seeds; each ratio is to the honest run's mean under the same policy."""
+    run is paired with the honest run of its policy and seed: the row gives the mean of those ratios over the seeds,
+    with its 95 % interval, and the figures themselves averaged over the seeds."""
     policies = ["defended"] + (["undefended"] if with_undefended else [])
     played = ("honest",) + tuple(s for s in strategies if s != "honest")
     runs = [(policy, strategy, seed) for policy in policies for strategy in played for seed in seeds]
@@ -235,35 +247,40 @@ def run_gaming(*, seeds: tuple[int, ...] = (1,), strategies: tuple[str, ...] = t
         for future in as_completed(futures):
             outcomes[futures[future]] = future.result()
             if progress is not None:
-                progress(f"{' '.join(map(str, futures[future]))}: {outcomes[futures[future]].wall_s:.0f}s wall")
-    document: dict = {"seeds": list(seeds), "gamer": GAMER, "jobs": round(JOBS_PER_DAY * DAYS), "gpus": gaming_fleet().gpus,
-                      "policies": {}, "per_seed": {}}
+                progress(f"{' '.join(map(str, futures[future]))}: {outcomes[futures[future]].cpu_s:.0f}s CPU")
+    document: dict = {"seeds": list(seeds), "gamer": GAMER, "jobs": round(JOBS_PER_DAY * DAYS), "days": DAYS,
+                      "gpus": gaming_fleet().gpus, "cycle_interval_s": CYCLE_INTERVAL_S, "policies": {}}
     for policy in policies:
-        mean = {strategy: _mean([outcomes[(policy, strategy, seed)] for seed in seeds]) for strategy in played}
-        document["policies"][policy] = {strategy: _row(mean[strategy], mean["honest"]) for strategy in played}
-        document["per_seed"][policy] = {
-            strategy: {seed: _row(outcomes[(policy, strategy, seed)], outcomes[(policy, "honest", seed)]) for seed in seeds}
+        document["policies"][policy] = {
+            strategy: _row({seed: outcomes[(policy, strategy, seed)] for seed in seeds},
+                           {seed: outcomes[(policy, "honest", seed)] for seed in seeds})
             for strategy in played
         }
     return document
 
 
-def _mean(outcomes: list[Outcome]) -> Outcome:
-    n = len(outcomes)
-    return Outcome(*(sum(getattr(o, name) for o in outcomes) / n for name in Outcome.__dataclass_fields__))
+def _row(runs: dict[int, Outcome], honest: dict[int, Outcome]) -> dict:
+    """One strategy under one policy: its figures averaged over the seeds, each ratio to the honest run paired by seed."""
+    per_seed = {seed: {**asdict(o), **{ratio: _ratio(getattr(o, figure), getattr(honest[seed], figure))
+                                       for ratio, figure in RATIOS.items()}}
+                for seed, o in runs.items()}
+    row: dict = {name: sum(getattr(o, name) for o in runs.values()) / len(runs) for name in Outcome.__dataclass_fields__}
+    estimates = {ratio: estimate([ratios[ratio] for ratios in per_seed.values()]) for ratio in RATIOS}
+    row.update({ratio: asdict(e) for ratio, e in estimates.items()})
+    row["per_seed"] = per_seed
+    row["verdict"] = verdict(**{ratio.removesuffix("_x"): e for ratio, e in estimates.items()})
+    return row
 
 
-def _row(o: Outcome, honest: Outcome) -> dict:
-    gain_h = _ratio(o.gamer_gpu_hours, honest.gamer_gpu_hours)
-    wait = _ratio(o.gamer_mean_wait_s, honest.gamer_mean_wait_s)
-    others = _ratio(o.others_mean_wait_s, honest.others_mean_wait_s)
-    return {
-        "gamer_gpu_hours": o.gamer_gpu_hours, "gamer_gpu_hours_x": gain_h,
-        "gamer_mean_wait_s": o.gamer_mean_wait_s, "gamer_wait_x": wait,
-        "others_mean_wait_s": o.others_mean_wait_s, "others_wait_x": others,
-        "preemptions": o.preemptions, "wall_s": o.wall_s,
-        "gains": gain_h > 1 + MARGIN or wait < 1 - MARGIN or others > 1 + MARGIN,
-    }
+def verdict(*, gamer_gpu_hours: Estimate, gamer_wait: Estimate, others_wait: Estimate) -> str:
+    """'YES' when an interval lies wholly past the bar (the gamer gains more than 5 % GPU-hours or waits 5 % less, or
+    the others wait 5 % more), 'no' when every interval lies within it, 'unresolved' when one straddles it."""
+    high, low = 1 + MARGIN, 1 - MARGIN
+    if gamer_gpu_hours.is_above(high) or gamer_wait.is_below(low) or others_wait.is_above(high):
+        return "YES"
+    if gamer_gpu_hours.high <= high and gamer_wait.low >= low and others_wait.high <= high:
+        return "no"
+    return "unresolved"
 
 
 def _ratio(value: float, base: float) -> float:
@@ -273,20 +290,23 @@ def _ratio(value: float, base: float) -> float:
 
 
 def gaming_table(document: dict) -> str:
-    """One row per policy and strategy (means over the seeds); the wait ratios of each seed alone in the last column."""
-    header = ["policy", "strategy", "gamer GPU-h", "×honest", "gamer mean wait s", "×honest", "others' mean wait s",
-              "×honest", "preempt", "gains > 5 %?", "per seed: gamer wait ×, others' wait ×"]
+    """One row per policy and strategy: figures averaged over the seeds, ratios to honest with their 95 % intervals."""
+    header = ["policy", "strategy", "gamer GPU-h", "×honest (95 % CI)", "gamer mean wait s", "×honest (95 % CI)",
+              "others' mean wait s", "×honest (95 % CI)", "preempt", "gains > 5 %?"]
     rows = [header]
-    per_seed = document.get("per_seed", {})
     for policy, by_strategy in document["policies"].items():
         for strategy, r in by_strategy.items():
-            seeds = per_seed.get(policy, {}).get(strategy, {})
-            spread = " ".join(f"{s['gamer_wait_x']:.2f}/{s['others_wait_x']:.2f}" for s in seeds.values())
-            rows.append([policy, strategy, f"{r['gamer_gpu_hours']:,.0f}", f"{r['gamer_gpu_hours_x']:.3f}",
-                         f"{r['gamer_mean_wait_s']:,.0f}", f"{r['gamer_wait_x']:.3f}", f"{r['others_mean_wait_s']:,.0f}",
-                         f"{r['others_wait_x']:.3f}", f"{r['preemptions']:,.0f}", "YES" if r["gains"] else "no", spread])
+            rows.append([policy, strategy, f"{r['gamer_gpu_hours']:,.0f}", _interval(r["gamer_gpu_hours_x"]),
+                         f"{r['gamer_mean_wait_s']:,.0f}", _interval(r["gamer_wait_x"]), f"{r['others_mean_wait_s']:,.0f}",
+                         _interval(r["others_wait_x"]), f"{r['preemptions']:,.0f}", r["verdict"]])
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
     lines = ["  ".join(c.ljust(w) if k < 2 or k == len(row) - 1 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths)))
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _interval(e: dict) -> str:
+    if not math.isfinite(e["low"]) or not math.isfinite(e["high"]):
+        return f"{e['mean']:.3f} (—)"
+    return f"{e['mean']:.3f} ({e['low']:.2f}–{e['high']:.2f})"

@@ -120,6 +120,28 @@ def test_reclaiming_in_the_cohort(queues, running, pending, expected):
     assert victims(3, queues, running, [pending]) == expected
 
 
+def test_a_rack_whose_first_victims_looked_dearer_wins_when_its_minimal_set_is_cheaper():
+    # Rack r0 holds one victim costing 2.0 GPU-hours; rack r1's first victims in order cost 0.9 + 1.5, so r0 is
+    # planned first. r1's last needed victim (1.5) is cheaper than r0's plan, so r1's minimal set is still worked
+    # out: the 4-GPU victim frees no whole node and goes back, and r1's plan of 1.5 wins.
+    def low(job_id, node, gpus, cost_gpu_hours):
+        return a_gang(1, gpus).id(job_id).in_queue("q").priority(LOW).running_on(
+            node, since=NOW - cost_gpu_hours * 3600 / gpus)
+
+    running = [
+        low(1, "b0r0n0", 8, 2.0),
+        a_gang(1, 8).id(4).in_queue("q").priority(HIGH).running_on("b0r0n1", since=NOW),
+        low(2, "b0r1n0", 4, 0.9),
+        a_gang(1, 4).id(5).in_queue("q").priority(HIGH).running_on("b0r1n0", since=NOW),
+        low(3, "b0r1n1", 8, 1.5),
+    ]
+    result = run_admission_cycle(snapshot(rack_fleet(racks=2, nodes=2), [queue("q", 64)], admitted=running,
+                                          pending=[a_gang(1, 8).id(9).in_queue("q").priority(HIGH)], now=NOW,
+                                          config=EXECUTES))
+    [admission] = result.admissions
+    assert admission.preempted == (3,) and {p.node for p in admission.placement} == {"b0r1n1"}
+
+
 def test_the_mixed_plan_runs_in_one_pass_and_leaves_the_job_within_nominal():
     running = [on(0, 1, LOW, queue_name="owner"), on(1, 2, LOW, queue_name="a")]
     result = run_admission_cycle(snapshot(

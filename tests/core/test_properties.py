@@ -2,10 +2,12 @@
 
 from collections import Counter, defaultdict
 from dataclasses import replace
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduling.core import preemption
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.model import (
     Job,
@@ -143,9 +145,9 @@ def check_invariants(snapshot, result):
             assert ledger.pool_free(cohort_of(queue), flavor) >= 0, "lending limits overdrawn"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_cycles_never_overcommit_and_admit_gangs_whole(data):
+def two_passes(data):
+    """A first pass over a random job stream, and a second over what it admitted with new and higher-priority
+    arrivals (the one that plans preemptions)."""
     nodes = data.draw(fleets())
     queues = data.draw(queue_sets())
     config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=data.draw(st.sampled_from([0.0, 1e9])))
@@ -154,18 +156,37 @@ def test_cycles_never_overcommit_and_admit_gangs_whole(data):
         pending=tuple(data.draw(job_streams(queues, 1))), config=config,
     )
     first_result = run_admission_cycle(first)
-    check_invariants(first, first_result)
-
-    # A second pass over what the first admitted, with new and higher-priority arrivals.
     second = replace(
         first,
         now=5000.0,
         admitted=tuple(_apply(first, first_result).values()),
         pending=tuple(data.draw(job_streams(queues, 100))),
     )
+    return (first, first_result), second
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_cycles_never_overcommit_and_admit_gangs_whole(data):
+    (first, first_result), second = two_passes(data)
+    check_invariants(first, first_result)
     second_result = run_admission_cycle(second)
     check_invariants(second, second_result)
     assert run_admission_cycle(second) == second_result, "same snapshot, same decisions"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_domain_that_cannot_beat_the_best_plan_is_cut_short_without_changing_any_decision(data):
+    _, second = two_passes(data)
+    finish_every_domain = preemption._victims_for_domain
+
+    def in_full(*args, to_beat=None):
+        return finish_every_domain(*args)
+
+    with patch.object(preemption, "_victims_for_domain", in_full):
+        in_full_result = run_admission_cycle(second)
+    assert run_admission_cycle(second) == in_full_result
 
 
 def test_a_gang_that_requires_one_rack_and_reclaims_only_quota_still_lands_in_one_rack():

@@ -52,6 +52,18 @@ def test_golden_trace_arrivals_admissions_and_ends_event_by_event():
     assert waits == {1: 0.0, 2: 0.0, 3: 40.0, 4: 80.0}
 
 
+def test_on_a_beat_cycles_run_only_on_its_multiples_and_serve_what_came_in_between_together():
+    jobs = trace(
+        (0, "a", 8, 100),  # 1: on the beat: starts at once
+        (10, "b", 8, 50),  # 2: waits for the beat at 60
+        (20, "a", 4, 30),  # 3: no room until job 1 ends at 100; the next beat is 120
+    )
+    beat = replace(scenario(jobs, {"a": 8, "b": 8}), cycle_interval_s=60.0)
+    result = simulate(beat, get_policy("kueue-like"), log=True)
+    assert [(t, job) for t, what, job in events(result) if what == "start"] == [(0.0, 1), (60.0, 2), (120.0, 3)]
+    assert {r.id: r.waited_s for r in result.records.values()} == {1: 0.0, 2: 50.0, 3: 100.0}
+
+
 def test_strict_fifo_new_arrival_waits_behind_its_blocked_head():
     jobs = trace(
         (0, "a", 8, 100),  # 1: all of team a's partition
@@ -92,6 +104,22 @@ def test_checkpoints_keep_the_work_up_to_the_last_one():
     # preempted at 250 with 200 s checkpointed: 800 s left + 300 s overhead, restarted at 350
     assert ends == {2: 350.0, 1: 1450.0}
     assert result.records[1].lost_gpu_s == 16 * (50.0 + 300.0)  # 50 s since the checkpoint + the restart overhead
+
+
+@pytest.mark.parametrize(
+    ("jobs", "checkpoint", "expected"),
+    [
+        pytest.param(trace((0, "a", 8, 100), (50, "b", 8, 10)), None, {1: 8 * 50.0, 2: 0.0},
+                     id="a run across the last submission counts its part before it"),
+        pytest.param(trace((0, "b", 16, 1000), (250, "a", 8, 100)), 100, {1: 16 * 200.0, 2: 0.0},
+                     id="a preempted run counts the work its checkpoints kept"),
+        pytest.param(trace((0, "b", 16, 1000), (250, "a", 8, 100)), None, {1: 0.0, 2: 0.0},
+                     id="a preempted run without checkpoints counts nothing"),
+    ],
+)
+def test_the_work_in_the_span_is_the_kept_work_before_the_last_submission(jobs, checkpoint, expected):
+    result = simulate(scenario(jobs, {"a": 8, "b": 8}, checkpoint=checkpoint), EVERY_PLAN_RUNS)
+    assert {r.id: r.work_gpu_s_in_span for r in result.records.values()} == expected
 
 
 def test_without_approval_a_cross_team_reclaim_waits():

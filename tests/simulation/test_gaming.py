@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 from dataclasses import replace
 
 import pytest
 
 from scheduling.simulation import gaming
+from scheduling.simulation.confidence import Estimate
 from scheduling.simulation.engine import simulate
 from scheduling.simulation.policies import POLICIES
 from scheduling.simulation.trace import Trace, TraceJob
@@ -76,13 +78,33 @@ def test_the_outcome_counts_a_split_job_as_waiting_for_its_last_piece_and_ignore
     assert outcome.others_mean_wait_s == 40.0
 
 
-def test_the_table_flags_a_strategy_that_gains_more_than_five_percent():
-    honest = gaming.Outcome(100.0, 1000.0, 500.0, 0, 1.0)
-    rows = {"honest": gaming._row(honest, honest), "split": gaming._row(replace(honest, gamer_mean_wait_s=940.0), honest),
-            "hoard": gaming._row(replace(honest, others_mean_wait_s=520.0), honest)}
-    assert [rows[s]["gains"] for s in ("honest", "split", "hoard")] == [False, True, False]
-    table = gaming.gaming_table({"policies": {"defended": rows}})
-    assert "0.940" in table and "YES" in table
+WITHIN = Estimate(1.0, 0.97, 1.03)
+
+
+@pytest.mark.parametrize(
+    ("gpu_hours", "gamer_wait", "others_wait", "expected"),
+    [
+        pytest.param(WITHIN, Estimate(1.2, 1.1, 1.3), WITHIN, "no", id="every interval within the bar passes"),
+        pytest.param(Estimate(1.1, 1.06, 1.14), WITHIN, WITHIN, "YES", id="more GPU-hours past the bar is a gain"),
+        pytest.param(WITHIN, Estimate(0.9, 0.85, 0.94), WITHIN, "YES", id="a shorter wait past the bar is a gain"),
+        pytest.param(WITHIN, WITHIN, Estimate(1.1, 1.06, 1.15), "YES", id="the others waiting longer past the bar fails it"),
+        pytest.param(WITHIN, WITHIN, Estimate(1.03, 0.99, 1.07), "unresolved", id="an interval across the bar is unresolved"),
+        pytest.param(WITHIN, Estimate(1.0, -math.inf, math.inf), WITHIN, "unresolved", id="one seed resolves nothing"),
+    ],
+)
+def test_the_verdict_needs_every_interval_on_one_side_of_the_bar(gpu_hours, gamer_wait, others_wait, expected):
+    assert gaming.verdict(gamer_gpu_hours=gpu_hours, gamer_wait=gamer_wait, others_wait=others_wait) == expected
+
+
+def test_a_row_pairs_each_seed_with_its_own_honest_run_and_averages_the_ratios():
+    honest = {1: gaming.Outcome(100.0, 1000.0, 500.0, 0, 1.0), 2: gaming.Outcome(200.0, 3000.0, 100.0, 0, 1.0)}
+    played = {1: replace(honest[1], gamer_mean_wait_s=1100.0), 2: replace(honest[2], gamer_mean_wait_s=3300.0)}
+    row = gaming._row(played, honest)
+    assert row["gamer_wait_x"] == {"mean": pytest.approx(1.1), "low": pytest.approx(1.1), "high": pytest.approx(1.1)}
+    assert row["gamer_mean_wait_s"] == 2200.0 and row["per_seed"][2]["gamer_wait_x"] == pytest.approx(1.1)
+    assert row["verdict"] == "no"
+    table = gaming.gaming_table({"policies": {"defended": {"honest": gaming._row(honest, honest), "split": row}}})
+    assert "1.100 (1.10–1.10)" in table and "defended  split" in table
 
 
 def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch):
@@ -92,7 +114,7 @@ def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch):
 
     def fake_run_gaming(**options):
         asked.update(options)
-        honest = gaming.Outcome(100.0, 1000.0, 500.0, 3, 1.0)
+        honest = {seed: gaming.Outcome(100.0, 1000.0, 500.0, 3, 1.0) for seed in options["seeds"]}
         return {"seeds": list(options["seeds"]), "gamer": gaming.GAMER, "jobs": 10, "gpus": 1024,
                 "policies": {"defended": {"honest": gaming._row(honest, honest)}}}
 
@@ -100,7 +122,7 @@ def test_the_command_runs_the_seeds_asked_for_and_prints_the_table(monkeypatch):
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     out = io.StringIO()
-    cli.run(parser.parse_args(["--scenario", "gaming", "--seed", "4", "--seeds", "2", "--defended-only", "--no-progress"]),
+    cli.run(parser.parse_args(["--scenario", "gaming", "--seed", "4", "--seeds", "2", "--no-progress"]),
             stdout=out, stderr=io.StringIO())
     assert asked["seeds"] == (4, 5) and asked["with_undefended"] is False
     assert "seeds 4, 5" in out.getvalue() and "defended  honest" in out.getvalue()

@@ -119,7 +119,7 @@ class Diagnosis:
         key = (variant, job.shape)
         fits = self._place_cache.get(key)
         if fits is None:
-            fits = self._place_cache[key] = self._fleet(variant).place(job) is not None
+            fits = self._place_cache[key] = self._fleet(variant).fits(job)
         return fits
 
     def _fleet(self, variant: str) -> FleetState:

@@ -132,7 +132,7 @@ class Fixes:
         return fixes
 
     def _starts_now(self, job: Job) -> bool:
-        return self.ledger.check(job).fits and self.diagnosis.fits(job, "actual")
+        return self.ledger.fits(job) and self.diagnosis.fits(job, "actual")
 
     def _largest_gang_now(self, job: Job) -> Job | None:
         """The job with its last pod set cut to the most pods that start now (a bisection), if at least one does."""
