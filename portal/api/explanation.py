@@ -83,6 +83,18 @@ class HealthFactsOut(serializers.Serializer):
     message = serializers.CharField(allow_blank=True)
 
 
+class VictimOut(serializers.Serializer):
+    job = serializers.IntegerField()
+    queue = serializers.CharField()
+    team = serializers.CharField()
+    gpus = serializers.IntegerField()
+    rule = serializers.CharField(help_text="Why it is a victim (a VictimRule): idle (flagged idle, taken first), reclaim (its "
+                                           "queue borrows from the cohort) or within_queue (lower priority in the job's queue).")
+    cost_gpu_hours = serializers.FloatField(help_text="Its displacement: the work it loses plus its restart.")
+    lost_work_gpu_hours = serializers.FloatField(help_text="Work since its last checkpoint; time spent idle is none.")
+    idle_since = serializers.CharField(allow_null=True, help_text="For an idle victim, since when it has been idle.")
+
+
 class FixOut(serializers.Serializer):
     action = serializers.CharField(help_text="An Action: wait, borrow, raise_quota, uncordon, tolerate, drain_node, defragment, preempt, …")
     cost_gpu_hours = serializers.FloatField()
@@ -91,6 +103,7 @@ class FixOut(serializers.Serializer):
     detail = serializers.CharField()
     jobs = serializers.ListField(child=serializers.IntegerField())
     nodes = serializers.ListField(child=serializers.CharField())
+    victims = VictimOut(many=True, help_text="A preempt fix's victims, each with the rule that chose it; empty for other fixes.")
 
 
 class JobAheadOut(serializers.Serializer):

@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass, field
 
 from scheduling.core.accounts import FairShareAccounts, account_order_key
-from scheduling.core.attained import served_longer_victims
 from scheduling.core.borrowed import all_reclaimable_at_cost
 from scheduling.core.fairshare import queue_order_key, sort_queue
 from scheduling.core.idle import idle_suspensions, is_flagged_idle
@@ -38,7 +37,7 @@ from scheduling.core.payoff import (
     unpaid_preemption,
 )
 from scheduling.core.placement import fleet_state_for
-from scheduling.core.preemption import candidate_victims, needs_approval, plan_preemption, state_fingerprint
+from scheduling.core.preemption import needs_approval, plan_preemption, preemption_candidates, state_fingerprint
 from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.core.queue_stops import is_backing_off, stops_queue
 from scheduling.core.quota import QuotaLedger, cohort_of
@@ -269,12 +268,8 @@ class _Cycle:
         if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
             return reason, message
         now = self.snapshot.now
-        candidates = candidate_victims(
-            job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected,
-            idle_before=now - self.config.idle_grace_s,
-        )
-        candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.config,
-                                            protected=self.protected, already=candidates)
+        candidates = preemption_candidates(job, self.snapshot.queues, self.holding.values(), self.ledger,
+                                           protected=self.protected, now=now, config=self.config)
         if not candidates:
             return reason, message
         weighs = self.config.preempt_only_when_it_pays

@@ -31,8 +31,9 @@ from __future__ import annotations
 import hashlib
 from array import array
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
+from scheduling.core.attained import served_longer_victims
 from scheduling.core.model import FLEET, Job, PendingReason, PreemptionPlan, Queue, SchedulerConfig, Victim
 from scheduling.core.idle import is_flagged_idle, working_until
 from scheduling.core.placement import FleetState
@@ -41,6 +42,14 @@ from scheduling.core.topology import levels_to_try
 
 IDLE, RECLAIM, WITHIN_QUEUE = -1, 0, 1
 """Which rule makes a job a candidate, in the order candidates are taken."""
+
+
+def rule_of(candidate: Job, job: Job, now: float, grace_s: float) -> int:
+    """The rule that makes `candidate` a victim for `job`: IDLE once it is flagged idle, else WITHIN_QUEUE in `job`'s
+    own queue, else RECLAIM (another queue's candidate borrows: candidate_victims)."""
+    if is_flagged_idle(candidate, now, grace_s):
+        return IDLE
+    return WITHIN_QUEUE if candidate.queue == job.queue else RECLAIM
 
 
 def displacement_cost_gpu_hours(job: Job, now: float, restart_overhead_s: float) -> float:
@@ -122,6 +131,15 @@ def candidate_victims(
     if borrowed_from and _is_within_nominal(job, ledger, freed_gpus=sum(c.gpus for c in own)):
         return idle + own + borrowed_from
     return idle + own
+
+
+def preemption_candidates(job: Job, queues: Mapping[str, Queue], holding: Collection[Job], ledger: QuotaLedger, *,
+                          protected: set[int], now: float, config: SchedulerConfig) -> list[Job]:
+    """Every job the cycle may take for `job` now: candidate_victims with the jobs flagged idle, then the jobs of its
+    queue served a whole level longer (core.attained). The cycle, the plans kept for an admin and the explanation's
+    preempt fix all plan from this one list, so they name the same victims."""
+    candidates = candidate_victims(job, queues, holding, ledger, protected=protected, idle_before=now - config.idle_grace_s)
+    return candidates + served_longer_victims(job, holding, now, config, protected=protected, already=candidates)
 
 
 def _is_within_nominal(job: Job, ledger: QuotaLedger, freed_gpus: int = 0) -> bool:
@@ -243,13 +261,14 @@ def _in_order(job, candidates, fleet, ledger, now, config, footprints) -> list[_
     for c in candidates:
         cost = displacement_cost_gpu_hours(c, now, config.restart_overhead_s)
         recency = -(c.started_at if c.started_at is not None else now)
-        if is_flagged_idle(c, now, config.idle_grace_s):
-            rule, lender, over_nominal = IDLE, None, 0
+        rule = rule_of(c, job, now, config.idle_grace_s)
+        if rule == IDLE:
+            lender, over_nominal = None, 0
             recency = c.idle_since  # the longest idle first
-        elif c.queue == job.queue:
-            rule, lender, over_nominal = WITHIN_QUEUE, None, 0
+        elif rule == WITHIN_QUEUE:
+            lender, over_nominal = None, 0
         else:
-            rule, lender = RECLAIM, queues[c.queue]
+            lender = queues[c.queue]
             over_nominal = ledger.borrowed(lender, job.flavor)
         order = (rule, -over_nominal, c.priority, cost, recency, c.id)
         ordered.append(_Candidate(c, rule, order, cost, *_footprint(c, fleet, footprints), lender, c.gpus))
@@ -378,4 +397,5 @@ def _restore(candidate: _Candidate, fleet: FleetState, ledger: QuotaLedger) -> N
     ledger.shift(candidate.job, candidate.gpus)
 
 
-__all__ = ["candidate_victims", "displacement_cost_gpu_hours", "needs_approval", "plan_preemption", "state_fingerprint"]
+__all__ = ["candidate_victims", "displacement_cost_gpu_hours", "needs_approval", "plan_preemption", "preemption_candidates",
+           "rule_of", "state_fingerprint"]

@@ -137,9 +137,15 @@ GPU_HOURS = re.compile(r"\d+(\.\d+)? GPU-h")
 
 def explanation_fingerprint(data: dict) -> str:
     """Changes when the explanation says something new, not when only the time since a victim started does."""
-    stable = {**data, "fixes": [{k: v for k, v in fix.items() if k != "cost_gpu_hours"} for fix in data["fixes"]]}
+    stable = {**data, "fixes": [_without_gpu_hours(fix) for fix in data["fixes"]]}
     text = GPU_HOURS.sub("GPU-h", json.dumps(stable, sort_keys=True))
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _without_gpu_hours(fix: dict) -> dict:
+    """A fix without the GPU-hours that grow while its victims run (its cost, and each victim's)."""
+    return {key: [_without_gpu_hours(victim) for victim in value] if key == "victims" else value
+            for key, value in fix.items() if not key.endswith("_gpu_hours")}
 
 
 # --- what-if previews: computed on the current state, nothing saved -------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from scheduling.core.attained import served_longer_victims
 from scheduling.core.explain import holding_after
 from scheduling.core.model import (
     Admission,
@@ -31,7 +30,7 @@ from scheduling.core.model import (
     PreemptionPlan,
     Snapshot,
 )
-from scheduling.core.preemption import candidate_victims, displacement_cost_gpu_hours, needs_approval
+from scheduling.core.preemption import displacement_cost_gpu_hours, needs_approval, preemption_candidates
 from scheduling.core.priority_limits import PriorityClassLimits
 from scheduling.snapshots import OpenPlan
 
@@ -137,10 +136,8 @@ class _StateAfterCycle:
         plan's domain; else None. The state is left as found."""
         if job.queue not in self.snapshot.queues:
             return None
-        candidates = candidate_victims(job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected,
-                                       idle_before=self.snapshot.now - self.snapshot.config.idle_grace_s)
-        candidates += served_longer_victims(job, self.holding.values(), self.snapshot.now, self.snapshot.config,
-                                            protected=self.protected, already=candidates)
+        candidates = preemption_candidates(job, self.snapshot.queues, self.holding.values(), self.ledger,
+                                           protected=self.protected, now=self.snapshot.now, config=self.snapshot.config)
         candidate_ids = {c.id for c in candidates}
         victims = [v for v in plan.victims if v.job_id in candidate_ids]
         if not victims:

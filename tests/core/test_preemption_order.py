@@ -11,7 +11,8 @@ import pytest
 
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.explain import victim_rules
-from scheduling.core.model import JobState, PendingReason, PreemptionPlan, SchedulerConfig, Victim
+from scheduling.core.explain.facts import VictimFacts, VictimRule
+from scheduling.core.model import JobState, SchedulerConfig
 from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
 NOW = 10_000.0
@@ -167,19 +168,29 @@ def test_one_pass_preempts_the_low_priority_job_where_cost_order_cascaded_throug
     assert (second.admissions, second.preemptions) == ((), ())
 
 
-def a_plan(*victims):
-    """A plan for a job of queue `owner`; victims as (queue, gpus)."""
-    return PreemptionPlan(9, tuple(Victim(i, q, q, gpus, 0.0) for i, (q, gpus) in enumerate(victims, 1)), "fleet", PendingReason.QUOTA)
+def chosen(*victims):
+    """The victims of a plan for a job of queue `owner`, as (queue, gpus, rule); an idle one idle since 02:00 UTC."""
+    return tuple(VictimFacts(i, q, q, gpus, rule, 0.0, 0.0, 7200.0 if rule == VictimRule.IDLE else None)
+                 for i, (q, gpus, rule) in enumerate(victims, 1))
 
 
-@pytest.mark.parametrize("plan, says", [
-    pytest.param(a_plan(("owner", 8)), "preempting 1 lower-priority job of its queue", id="one victim of its own queue"),
-    pytest.param(a_plan(("speech", 8), ("speech", 8)), "reclaiming 16 GPUs lent to speech", id="two victims of a borrower"),
+OWN, LENT, IDLE = VictimRule.WITHIN_QUEUE, VictimRule.RECLAIM, VictimRule.IDLE
+
+
+@pytest.mark.parametrize("victims, says", [
+    pytest.param(chosen(("owner", 8, OWN)), "preempting 1 lower-priority job of its queue", id="one victim of its own queue"),
+    pytest.param(chosen(("speech", 8, LENT), ("speech", 8, LENT)), "reclaiming 16 GPUs lent to speech", id="two victims of a borrower"),
     pytest.param(
-        a_plan(("owner", 8), ("owner", 4), ("speech", 16), ("audio", 8)),
+        chosen(("owner", 8, OWN), ("owner", 4, OWN), ("speech", 16, LENT), ("audio", 8, LENT)),
         "preempting 2 lower-priority jobs of its queue and reclaiming 8 GPUs lent to audio, 16 GPUs lent to speech",
         id="a mixed plan names both rules",
     ),
+    pytest.param(
+        chosen(("speech", 8, IDLE), ("owner", 8, OWN), ("speech", 8, LENT)),
+        "reclaiming 1 idle job of team speech (idle since 02:00 UTC), preempting 1 lower-priority job of its queue and "
+        "reclaiming 8 GPUs lent to speech",
+        id="an idle victim is named first, with its team and since when, though its queue borrows",
+    ),
 ])
-def test_the_why_pending_explanation_says_which_rule_chose_the_victims(plan, says):
-    assert victim_rules(plan, "owner") == says
+def test_the_why_pending_explanation_says_which_rule_chose_the_victims(victims, says):
+    assert victim_rules(victims, NOW) == says

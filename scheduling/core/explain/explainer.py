@@ -113,7 +113,8 @@ class Explainer:
         never = self.diagnosis.never_fits(job, queue)
         fixes = self.fixes.fixes(job, queue, blocking, quota, fit, nodes, health, never, verdict)
         summary = class_cap or messages.summary(job, blocking, quota, fit, nodes, health, order, never)
-        headline = messages.headline(job, queue, self.snapshot.queues, blocking, quota, fit, nodes, health, order, never, fixes)
+        headline = messages.headline(job, queue, self.snapshot.queues, blocking, quota, fit, nodes, health, order, never, fixes,
+                                     now=self.snapshot.now)
         return Explanation(blocking, summary, quota, fit, nodes, health, fixes, order=order, never_fits=never, headline=headline)
 
     def plan(self, job: Job, reason: PendingReason) -> PreemptionPlan | None:

@@ -52,6 +52,17 @@ class Action(enum.StrEnum):
     OTHER_FLAVOR = "other_flavor"
 
 
+class VictimRule(enum.StrEnum):
+    """Which rule of core.preemption makes a job a victim (Kueue's preemption reasons, with ours first)."""
+
+    IDLE = "idle"
+    """Flagged idle (core.idle): taken first, whatever its queue and priority; it loses no work since it went idle."""
+    RECLAIM = "reclaim"
+    """Holds quota its queue borrowed from the cohort."""
+    WITHIN_QUEUE = "within_queue"
+    """A job of the preemptor's own queue of lower priority (or served a whole level longer)."""
+
+
 # --- the facts of each level ------------------------------------------------------------------------
 
 
@@ -137,6 +148,35 @@ class HealthFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class VictimFacts:
+    """One job a preempt fix stops, and why it is chosen."""
+
+    job_id: int
+    queue: str
+    team: str
+    gpus: int
+    rule: str
+    """A VictimRule value."""
+    cost_gpu_hours: float
+    """Its displacement: the work it loses plus its restart."""
+    lost_work_gpu_hours: float
+    """Work since its last checkpoint (time spent idle is none): 0 for a job idle since its start or last checkpoint."""
+    idle_since: float | None = None
+    """For an idle victim, since when (epoch seconds)."""
+
+    @property
+    def is_idle(self) -> bool:
+        return self.rule == VictimRule.IDLE
+
+    def to_dict(self) -> dict:
+        return {
+            "job": self.job_id, "queue": self.queue, "team": self.team, "gpus": self.gpus, "rule": self.rule,
+            "cost_gpu_hours": round(self.cost_gpu_hours, 3), "lost_work_gpu_hours": round(self.lost_work_gpu_hours, 3),
+            "idle_since": iso(self.idle_since),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Fix:
     action: str
     cost_gpu_hours: float
@@ -146,6 +186,12 @@ class Fix:
     jobs: tuple[int, ...] = ()
     """Jobs the fix stops (victims, jobs moved to defragment)."""
     nodes: tuple[str, ...] = ()
+    victims: tuple[VictimFacts, ...] = ()
+    """A preempt fix's victims, each with the rule that chose it (the idle ones first in its detail and headline)."""
+
+    @property
+    def idle_victims(self) -> tuple[VictimFacts, ...]:
+        return tuple(v for v in self.victims if v.is_idle)
 
     def to_dict(self) -> dict:
         return {
@@ -156,6 +202,7 @@ class Fix:
             "detail": self.detail,
             "jobs": list(self.jobs),
             "nodes": list(self.nodes),
+            "victims": [victim.to_dict() for victim in self.victims],
         }
 
 

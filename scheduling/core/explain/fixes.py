@@ -5,13 +5,18 @@ changes to the request that start it now."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from scheduling.core.defragmentation import plan_defragmentation
 from scheduling.core.explain.diagnosis import Diagnosis
-from scheduling.core.explain.facts import MAX_NAMED, Action, FitFacts, Fix, HealthFacts, Level, NodeFacts, NodeReason, QuotaFacts
-from scheduling.core.model import Job, Pending, PendingReason, PlannedPreemption, PreemptionPlan, Queue
-from scheduling.core.preemption import candidate_victims, displacement_cost_gpu_hours, needs_approval, plan_preemption
+from scheduling.core.explain import messages
+from scheduling.core.explain.facts import (
+    MAX_NAMED, Action, FitFacts, Fix, HealthFacts, Level, NodeFacts, NodeReason, QuotaFacts, VictimFacts, VictimRule,
+)
+from scheduling.core.model import Job, Pending, PendingReason, PlannedPreemption, PreemptionPlan, Queue, Victim
+from scheduling.core.preemption import (
+    IDLE, RECLAIM, WITHIN_QUEUE, displacement_cost_gpu_hours, needs_approval, plan_preemption, preemption_candidates, rule_of,
+)
 from scheduling.core.quota import QuotaLimit, cohort_of, lendable
 
 MAX_PREEMPTION_PLANS = 4
@@ -219,7 +224,7 @@ class Fixes:
     def _preempt(self, job: Job, queue: Queue, blocking: str, verdict: Pending | None) -> Fix | None:
         planned = self.plans.get(job.id)
         if planned is not None:
-            return _preempt_fix(planned.plan, job, planned.needs_approval, proposed=True)
+            return self._preempt_fix(planned.plan, job, planned.needs_approval, proposed=True)
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return None
         key = (job.queue, job.shape, job.priority)
@@ -233,39 +238,65 @@ class Fixes:
         fix = None
         if plan is not None:
             approved = self.snapshot.approved_preemptions.get(job.id)
-            fix = _preempt_fix(plan, job, needs_approval(plan, job, self.config, approved), proposed=False)
+            fix = self._preempt_fix(plan, job, needs_approval(plan, job, self.config, approved), proposed=False)
         self._preempt_cache[key] = fix
         return fix
 
     def plan(self, job: Job, reason: PendingReason) -> PreemptionPlan | None:
-        """The core's preemption plan for `job` on this state (what the cycle would plan)."""
-        candidates = candidate_victims(job, self.snapshot.queues, self.holding.values(), self.ledger, protected=self.protected)
+        """The core's preemption plan for `job` on this state (what the cycle would plan, from the same candidates)."""
+        candidates = preemption_candidates(job, self.snapshot.queues, self.holding.values(), self.ledger,
+                                           protected=self.protected, now=self.snapshot.now, config=self.config)
         return plan_preemption(job, candidates=candidates, fleet=self.fleet, ledger=self.ledger, now=self.snapshot.now,
                                config=self.config, reason=reason)
 
+    def _preempt_fix(self, plan: PreemptionPlan, job: Job, approval: bool, *, proposed: bool) -> Fix:
+        victims = tuple(self._victim(v, job) for v in plan.victims)
+        idle = [v for v in victims if v.is_idle]
+        listed = ", ".join(
+            f"#{v.job_id} ({v.team}, {v.gpus} GPUs, {'idle, ' if v.is_idle else ''}{v.cost_gpu_hours:.1f} GPU-h)" for v in victims[:5]
+        ) + (" …" if len(victims) > 5 else "")
+        state = "proposed, awaiting an admin's approval" if proposed and approval else ("needs an admin's approval" if approval else "runs automatically")
+        now = self.snapshot.now
+        if len(idle) == len(victims):
+            detail = (f"reclaim {messages.idle_jobs(idle, now)} in {plan.domain}: {listed}; "
+                      f"{messages.idle_loss(idle)}, only {'its' if len(idle) == 1 else 'their'} restart; {state}")
+        else:
+            detail = f"preempt {len(victims)} job(s) in {plan.domain}, {victim_rules(victims, now)}: {listed}; {state}"
+        return Fix(Action.PREEMPT, plan.cost_gpu_hours, plan.teams_affected, approval, detail,
+                   jobs=tuple(v.job_id for v in victims), victims=victims)
 
-def _preempt_fix(plan: PreemptionPlan, job: Job, approval: bool, *, proposed: bool) -> Fix:
-    victims = ", ".join(f"#{v.job_id} ({v.team}, {v.gpus} GPUs, {v.cost_gpu_hours:.1f} GPU-h)" for v in plan.victims[:5])
-    more = " …" if len(plan.victims) > 5 else ""
-    state = "proposed, awaiting an admin's approval" if proposed and approval else ("needs an admin's approval" if approval else "runs automatically")
-    return Fix(
-        Action.PREEMPT, plan.cost_gpu_hours, plan.teams_affected, approval,
-        f"preempt {len(plan.victims)} job(s) in {plan.domain}, {victim_rules(plan, job.queue)}: {victims}{more}; {state}",
-        jobs=tuple(v.job_id for v in plan.victims),
-    )
+    def _victim(self, victim: Victim, job: Job) -> VictimFacts:
+        """Why the core takes `victim` for `job` (core.preemption.rule_of on the job as it holds now) and the work it loses."""
+        held = self.holding.get(victim.job_id)
+        if held is None:  # gone since the plan was made: as the plan stands
+            rule = VictimRule.WITHIN_QUEUE if victim.queue == job.queue else VictimRule.RECLAIM
+            return VictimFacts(victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours, victim.cost_gpu_hours)
+        rule = RULES[rule_of(held, job, self.snapshot.now, self.config.idle_grace_s)]
+        return VictimFacts(
+            victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours,
+            lost_work_gpu_hours=displacement_cost_gpu_hours(held, self.snapshot.now, restart_overhead_s=0.0),
+            idle_since=held.idle_since if rule == VictimRule.IDLE else None,
+        )
 
 
-def victim_rules(plan: PreemptionPlan, queue: str) -> str:
-    """Which rule chose the victims, e.g. "preempting 2 lower-priority jobs of its queue and reclaiming
-    16 GPUs lent to speech" (a victim of another queue is always a reclaim: see preemption.py)."""
-    own = sum(1 for v in plan.victims if v.queue == queue)
+RULES = {IDLE: VictimRule.IDLE, RECLAIM: VictimRule.RECLAIM, WITHIN_QUEUE: VictimRule.WITHIN_QUEUE}
+"""core.preemption's rules by name."""
+
+
+def victim_rules(victims: Sequence[VictimFacts], now: float) -> str:
+    """Which rules chose the victims, idle jobs first, e.g. "reclaiming 1 idle job of team speech (idle since 14:05 UTC),
+    preempting 2 lower-priority jobs of its queue and reclaiming 16 GPUs lent to speech"."""
+    idle = [v for v in victims if v.rule == VictimRule.IDLE]
+    own = sum(1 for v in victims if v.rule == VictimRule.WITHIN_QUEUE)
     lent: dict[str, int] = {}
-    for victim in plan.victims:
-        if victim.queue != queue:
+    for victim in victims:
+        if victim.rule == VictimRule.RECLAIM:
             lent[victim.queue] = lent.get(victim.queue, 0) + victim.gpus
     rules = []
+    if idle:
+        rules.append(f"reclaiming {messages.idle_jobs(idle, now)}")
     if own:
-        rules.append(f"preempting {own} lower-priority job{'' if own == 1 else 's'} of its queue")
+        rules.append(f"preempting {messages.count(own, 'lower-priority job')} of its queue")
     if lent:
         rules.append("reclaiming " + ", ".join(f"{gpus} GPUs lent to {name}" for name, gpus in sorted(lent.items())))
-    return " and ".join(rules)
+    return ", ".join(rules[:-1]) + " and " + rules[-1] if len(rules) > 1 else "".join(rules)

@@ -5,9 +5,10 @@ speaks too)."""
 
 from __future__ import annotations
 
-from typing import Mapping
+import datetime as dt
+from typing import Mapping, Sequence
 
-from scheduling.core.explain.facts import Action, FitFacts, Fix, HealthFacts, Level, NodeFacts, QuotaFacts
+from scheduling.core.explain.facts import Action, FitFacts, Fix, HealthFacts, Level, NodeFacts, QuotaFacts, VictimFacts
 from scheduling.core.model import Job, Queue
 from scheduling.core.quota import QuotaLimit
 
@@ -33,16 +34,15 @@ def summary(job, blocking, quota: QuotaFacts, fit: FitFacts, nodes: NodeFacts, h
 
 
 def headline(job: Job, queue: Queue, queues: Mapping[str, Queue], blocking, quota: QuotaFacts, fit: FitFacts, nodes: NodeFacts,
-              health: HealthFacts, order: str, never: bool, fixes: tuple[Fix, ...]) -> str:
+              health: HealthFacts, order: str, never: bool, fixes: tuple[Fix, ...], *, now: float) -> str:
     """The conclusion first, in words a researcher uses; the levels below keep the arithmetic."""
     preempt = next((f for f in fixes if f.action == Action.PREEMPT), None)
-    by_admin = "which needs an admin" if preempt is not None and preempt.needs_approval else "which Gangway does by itself"
     flavor = job.flavor
     if blocking == Level.QUOTA and quota.limit == QuotaLimit.LENT_OUT:
         teams = {queues[name].team for name, _ in quota.borrowers if name in queues} - {queue.team}
         text = f"Team {queue.team}'s {flavor} quota is lent to {count(len(teams), 'other team')}"
         if preempt is not None:
-            text += f"; Gangway can take {quota.short_by} GPUs back by preempting {count(len(preempt.jobs), 'job')}, {by_admin}"
+            text += "; " + making_room(preempt, now, taking_back=quota.short_by)
         else:
             text += "; it comes back as their jobs end"
         preempt = None
@@ -76,10 +76,52 @@ def headline(job: Job, queue: Queue, queues: Mapping[str, Queue], blocking, quot
     else:
         return "It fits now and starts on the next pass."
     if preempt is not None:
-        text += f"; Gangway can make room by preempting {count(len(preempt.jobs), 'job')}, {by_admin}"
+        text += "; " + making_room(preempt, now)
     if never:
         text += "; waiting alone will never start it"
     return text + "."
+
+
+def making_room(preempt: Fix, now: float, *, taking_back: int | None = None) -> str:
+    """What the preempt fix does, for the headline: whose GPUs it takes, idle jobs named first (they lose no work since
+    they went idle), and who decides. `taking_back`: the GPUs of the job's own quota lent out, when that blocks."""
+    idle = preempt.idle_victims
+    working = len(preempt.victims) - len(idle) if preempt.victims else len(preempt.jobs)
+    if idle and not working:
+        what = f"{sum(v.gpus for v in idle)} GPUs{' back' if taking_back else ''} from {idle_jobs(idle, now)}, {idle_loss(idle)}"
+        if preempt.needs_approval:
+            return f"Gangway would take {what}, once an admin approves"
+        return f"Gangway will take {what}; no approval is needed"
+    by_admin = "which needs an admin" if preempt.needs_approval else "which Gangway does by itself"
+    if idle:
+        return (f"Gangway can make room by taking {sum(v.gpus for v in idle)} GPUs from {idle_jobs(idle, now)} and "
+                f"preempting {count(working, 'working job')}, {by_admin}")
+    if taking_back:
+        return f"Gangway can take {taking_back} GPUs back by preempting {count(working, 'job')}, {by_admin}"
+    return f"Gangway can make room by preempting {count(working, 'job')}, {by_admin}"
+
+
+def idle_jobs(idle: Sequence[VictimFacts], now: float) -> str:
+    """`1 idle job of team language (idle since 14:05 UTC)`; several: of which teams, and the longest idle since when."""
+    teams = sorted({v.team for v in idle})
+    who = f"team {teams[0]}" if len(teams) == 1 else f"teams {', '.join(teams)}"
+    since = min(v.idle_since for v in idle if v.idle_since is not None)
+    when = "idle since" if len(idle) == 1 else "the longest idle since"
+    return f"{count(len(idle), 'idle job')} of {who} ({when} {clock_time(since, now)})"
+
+
+def idle_loss(idle: Sequence[VictimFacts]) -> str:
+    """What idle victims lose: nothing when idle since their start or last checkpoint, else the work before they idled."""
+    lost = sum(v.lost_work_gpu_hours for v in idle)
+    return "losing no work" if lost < 0.05 else f"losing {lost:.1f} GPU-hours of work done before {'it' if len(idle) == 1 else 'they'} went idle"
+
+
+def clock_time(epoch_s: float, now: float) -> str:
+    """`14:05 UTC` on the day of `now`, `Dec 3, 14:05 UTC` before it."""
+    moment = dt.datetime.fromtimestamp(epoch_s, tz=dt.timezone.utc)
+    if moment.date() == dt.datetime.fromtimestamp(now, tz=dt.timezone.utc).date():
+        return f"{moment:%H:%M} UTC"
+    return f"{moment:%b} {moment.day}, {moment:%H:%M} UTC"
 
 
 def attained_service(job: Job, level: int, fresher: int) -> str:
