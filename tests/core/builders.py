@@ -106,6 +106,10 @@ class GangBuilder:
             state=JobState.RUNNING, placement=placement, admitted_at=since, started_at=since, are_pods_ready=ready
         )
 
+    def idle_since(self, at: float) -> GangBuilder:
+        """Its GPUs have been used below the idle threshold since `at` (core.idle)."""
+        return self._with(idle_since=at)
+
     def _with(self, **changes) -> GangBuilder:
         self.job = replace(self.job, **changes)
         return self

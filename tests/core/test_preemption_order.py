@@ -187,7 +187,7 @@ OWN, LENT, IDLE = VictimRule.WITHIN_QUEUE, VictimRule.RECLAIM, VictimRule.IDLE
     ),
     pytest.param(
         chosen(("speech", 8, IDLE), ("owner", 8, OWN), ("speech", 8, LENT)),
-        "reclaiming 1 idle job of team speech (idle since 02:00 UTC), preempting 1 lower-priority job of its queue and "
+        "taking 1 idle job of team speech (idle since 02:00 UTC), preempting 1 lower-priority job of its queue and "
         "reclaiming 8 GPUs lent to speech",
         id="an idle victim is named first, with its team and since when, though its queue borrows",
     ),

@@ -284,7 +284,7 @@ RULES = {IDLE: VictimRule.IDLE, RECLAIM: VictimRule.RECLAIM, WITHIN_QUEUE: Victi
 
 
 def victim_rules(victims: Sequence[VictimFacts], now: float) -> str:
-    """Which rules chose the victims, idle jobs first, e.g. "reclaiming 1 idle job of team speech (idle since 14:05 UTC),
+    """Which rules chose the victims, idle jobs first, e.g. "taking 1 idle job of team speech (idle since 14:05 UTC),
     preempting 2 lower-priority jobs of its queue and reclaiming 16 GPUs lent to speech"."""
     idle = [v for v in victims if v.rule == VictimRule.IDLE]
     own = sum(1 for v in victims if v.rule == VictimRule.WITHIN_QUEUE)
@@ -294,7 +294,7 @@ def victim_rules(victims: Sequence[VictimFacts], now: float) -> str:
             lent[victim.queue] = lent.get(victim.queue, 0) + victim.gpus
     rules = []
     if idle:
-        rules.append(f"reclaiming {messages.idle_jobs(idle, now)}")
+        rules.append(f"taking {messages.idle_jobs(idle, now)}")
     if own:
         rules.append(f"preempting {messages.count(own, 'lower-priority job')} of its queue")
     if lent:
