@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from scheduling.core.model import Queue, Snapshot
-from scheduling.core.preemption import candidate_victims
+from scheduling.core.preemption import preemption_candidates
 from scheduling.core.quota import QuotaLedger
 from scheduling.planning.forecast import DEFAULT_HORIZON_S, Forecast, forecast
 
@@ -113,8 +113,9 @@ def _team_waits(snapshot: Snapshot, result: Forecast) -> tuple[TeamWait, ...]:
 
 
 def _reclaimable(snapshot: Snapshot, changed: set[str]) -> tuple[Reclaimable, ...]:
-    """Running jobs of other queues that the core would reclaim for a changed queue's smallest pending job of each
-    flavor (preemption.candidate_victims: borrowing in its cohort, preemptible, and only for a job within nominal)."""
+    """Running jobs of other queues that the core may take for a changed queue's smallest pending job of each flavor
+    (preemption.preemption_candidates: borrowing in its cohort, preemptible, and only for a job within nominal; or
+    flagged idle, whatever the quotas say, so never one a change makes reclaimable)."""
     ledger = QuotaLedger(snapshot.queues, snapshot.admitted)
     found: dict[int, Reclaimable] = {}
     for name in sorted(changed):
@@ -126,7 +127,8 @@ def _reclaimable(snapshot: Snapshot, changed: set[str]) -> tuple[Reclaimable, ..
                            key=lambda j: (j.gpus, j.queue_order), default=None)
             if smallest is None:
                 continue
-            for job in candidate_victims(smallest, snapshot.queues, snapshot.admitted, ledger, protected=set()):
+            for job in preemption_candidates(smallest, snapshot.queues, snapshot.admitted, ledger, protected=set(),
+                                             now=snapshot.now, config=snapshot.config):
                 if job.queue != name:
                     found[job.id] = Reclaimable(job.id, job.queue, job.team, job.gpus, flavor)
     return tuple(found[k] for k in sorted(found))

@@ -96,6 +96,17 @@ def test_what_if_names_running_jobs_of_other_teams_that_become_reclaimable():
     assert {r.team for r in result.reclaimable} == {"tb"}
 
 
+def test_what_if_leaves_out_an_idle_borrower_which_the_core_takes_first_whatever_the_quotas_say():
+    nodes = rack_fleet(racks=1, nodes=4)
+    borrowers = [a_gang(1, 8).id(i).in_queue("b", team="tb").running_on(f"b0r0n{i}", since=0.0) for i in range(4)]
+    borrowers[0] = borrowers[0].idle_since(NOW - 3600)
+    pending = [a_gang(1, 8).id(20).in_queue("a", team="ta")]
+    queues = [queue("a", 0, team="ta"), queue("b", 16, team="tb"), queue("c", 16, team="tc")]
+    snap = snapshot(nodes, queues, admitted=borrowers, pending=pending, now=NOW, config=SchedulerConfig(idle_grace_s=600))
+    result = what_if(snap, {"a": replace(snap.queues["a"], quotas={FLAVOR: Quota(8)})})
+    assert {r.job_id for r in result.reclaimable} == {1, 2, 3}
+
+
 # A strict FIFO queue of whole-node gangs, alone in waiting, on a fleet whose other jobs only run: more
 # nominal quota can only start each of its jobs earlier (or as early) — by induction over the queue, the
 # jobs running at any moment after the change are a subset of those running before.
