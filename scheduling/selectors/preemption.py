@@ -17,7 +17,8 @@ PLAN_VIEWS = {
 
 def preemption_list(*, status: str | None = None, view: str = "all") -> QuerySet:
     plans = PreemptionPlan.objects.select_related("job__queue__team", "decided_by").prefetch_related(
-        Prefetch("victim_rows", queryset=PreemptionVictim.objects.select_related("job__queue__team").order_by("job_id"))
+        # A victim's idle flag (IdleJob, one-to-one) comes in the same join: the admin deciding sees which victims hoard.
+        Prefetch("victim_rows", queryset=PreemptionVictim.objects.select_related("job__queue__team", "job__idle").order_by("job_id"))
     )
     if status:
         plans = plans.filter(status=status)

@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from scheduling.core.cycle import run_admission_cycle
-from scheduling.core.explain import explain, explain_pending
+from scheduling.core.explain import explain, explain_pending, messages
+from scheduling.core.explain.facts import VictimFacts, VictimRule
 from scheduling.core.model import SchedulerConfig
 from scheduling.core.placement import FleetState
 from scheduling.core.quota import QuotaLedger
@@ -121,3 +122,17 @@ def direct_explanation(running, pending, config):
     for holder in built:
         fleet.allocate_placement(holder.placement, holder)
     return explain(pending.build(), fleet, QuotaLedger(snap.queues, built), snap)
+
+
+def idle(lost_work_gpu_hours: float) -> VictimFacts:
+    return VictimFacts(1, "b", "tb", 8, VictimRule.IDLE, lost_work_gpu_hours + 0.67, lost_work_gpu_hours, NOW - HOUR)
+
+
+@pytest.mark.parametrize("victims, with_restart, says", [
+    pytest.param([idle(0.0)], True, "losing no work, only its restart", id="a job idle since its last checkpoint loses only its restart"),
+    pytest.param([idle(0.01), idle(0.02)], False, "losing no work", id="seconds of work are no work worth a number"),
+    pytest.param([idle(0.25), idle(1.0)], True, "losing 1.2 GPU-hours of work done before they went idle and their restart",
+                 id="jobs that worked before they went idle lose that work and their restart"),
+])
+def test_what_idle_victims_lose_is_said_in_words(victims, with_restart, says):
+    assert messages.idle_loss(victims, with_restart=with_restart) == says

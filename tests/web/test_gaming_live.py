@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduling.core.explain import iso
 from scheduling.core.model import JobState
 from scheduling.models import IdleJob, Job, PreemptionPlan
 from scheduling.selectors import gaming_signals
@@ -115,3 +116,29 @@ def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_unch
     assert (language.queues, vision.queues) == (1, 1)
     squatter_page = browser_as("language-researcher").get(f"/jobs/{squatter.pk}/").content.decode()
     assert "borrowed-at-risk" in squatter_page, "its owner sees the risk on the job's page"
+
+
+def test_a_job_waiting_for_the_hoard_reads_whose_idle_gpus_it_takes_and_the_admin_sees_the_victim_is_idle(
+        org, hoarder, browser_as, client_as):
+    """vision wants its 16 lent GPUs back: the plan takes the hoard, another team's, so it waits for an admin. The waiting
+    job's page and the API say so, naming the idle job; the plan list marks the victim idle."""
+    hoard = hoarder["hoard"]
+    reclaimer = submit(org, count=2, name="vision-reclaim", at=T0 + 302)
+    reconcile_pass_run(now=T0 + 303)
+    reclaimer.refresh_from_db()
+    assert reclaimer.state == JobState.PENDING
+    plan = PreemptionPlan.objects.get(job=reclaimer)
+    assert list(plan.victims.values_list("name", flat=True)) == ["hoard"] and plan.needs_approval
+    page = browser_as("vision-researcher").get(f"/jobs/{reclaimer.pk}/").content.decode()
+    headline = page.split('class="blocking headline"')[1].split("</p>")[0]
+    assert "Gangway would take 16 GPUs back from 1 idle job of team language (idle since" in headline
+    assert "once an admin approves" in headline
+    assert f'href="/jobs/{hoard.pk}/">#{hoard.pk}</a> language, 16 GPUs: <span class="tag warn idle-victim"' in page
+    explanation = client_as("vision-researcher").get(f"/api/v1/jobs/{reclaimer.pk}/").json()["explanation"]
+    preempt = next(fix for fix in explanation["fixes"] if fix["action"] == "preempt")
+    assert [(v["job"], v["team"], v["rule"]) for v in preempt["victims"]] == [(hoard.pk, "language", "idle")]
+    assert preempt["victims"][0]["idle_since"] == iso(T0 + 60)
+    assert preempt["detail"].startswith("reclaim 1 idle job of team language")
+    plans = browser_as("admin").get("/preemptions/?show=needs-approval").content.decode()
+    victims_cell = plans.split(f'id="plan-{plan.pk}"')[1].split('data-label="Cost"')[0]
+    assert f"#{hoard.pk}</a> (language, 16 GPUs) <span class=\"tag warn idle-victim\"" in victims_cell

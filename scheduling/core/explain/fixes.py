@@ -258,8 +258,7 @@ class Fixes:
         state = "proposed, awaiting an admin's approval" if proposed and approval else ("needs an admin's approval" if approval else "runs automatically")
         now = self.snapshot.now
         if len(idle) == len(victims):
-            detail = (f"reclaim {messages.idle_jobs(idle, now)} in {plan.domain}: {listed}; "
-                      f"{messages.idle_loss(idle)}, only {'its' if len(idle) == 1 else 'their'} restart; {state}")
+            detail = f"reclaim {messages.idle_jobs(idle, now)} in {plan.domain}: {listed}; {messages.idle_loss(idle, with_restart=True)}; {state}"
         else:
             detail = f"preempt {len(victims)} job(s) in {plan.domain}, {victim_rules(victims, now)}: {listed}; {state}"
         return Fix(Action.PREEMPT, plan.cost_gpu_hours, plan.teams_affected, approval, detail,

@@ -110,10 +110,15 @@ def idle_jobs(idle: Sequence[VictimFacts], now: float) -> str:
     return f"{count(len(idle), 'idle job')} of {who} ({when} {clock_time(since, now)})"
 
 
-def idle_loss(idle: Sequence[VictimFacts]) -> str:
-    """What idle victims lose: nothing when idle since their start or last checkpoint, else the work before they idled."""
+def idle_loss(idle: Sequence[VictimFacts], *, with_restart: bool = False) -> str:
+    """What idle victims lose: no work when idle since their start or last checkpoint, else the work before they idled;
+    and, `with_restart`, their restart."""
     lost = sum(v.lost_work_gpu_hours for v in idle)
-    return "losing no work" if lost < 0.05 else f"losing {lost:.1f} GPU-hours of work done before {'it' if len(idle) == 1 else 'they'} went idle"
+    one = len(idle) == 1
+    if lost < 0.05:
+        return "losing no work" + (f", only {'its' if one else 'their'} restart" if with_restart else "")
+    return (f"losing {lost:.1f} GPU-hours of work done before {'it' if one else 'they'} went idle"
+            + (f" and {'its' if one else 'their'} restart" if with_restart else ""))
 
 
 def clock_time(epoch_s: float, now: float) -> str:
