@@ -83,7 +83,7 @@ class HealthFactsOut(serializers.Serializer):
     message = serializers.CharField(allow_blank=True)
 
 
-class VictimOut(serializers.Serializer):
+class FixVictimOut(serializers.Serializer):
     job = serializers.IntegerField()
     queue = serializers.CharField()
     team = serializers.CharField()
@@ -103,7 +103,7 @@ class FixOut(serializers.Serializer):
     detail = serializers.CharField()
     jobs = serializers.ListField(child=serializers.IntegerField())
     nodes = serializers.ListField(child=serializers.CharField())
-    victims = VictimOut(many=True, help_text="A preempt fix's victims, each with the rule that chose it; empty for other fixes.")
+    victims = FixVictimOut(many=True, help_text="A preempt fix's victims, each with the rule that chose it; empty for other fixes.")
 
 
 class JobAheadOut(serializers.Serializer):

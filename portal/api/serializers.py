@@ -312,6 +312,9 @@ class VictimOut(serializers.Serializer):
     queue = serializers.CharField(source="job.queue.name")
     gpus = serializers.IntegerField()
     cost_gpu_hours = serializers.FloatField()
+    idle_since = serializers.DateTimeField(source="job.idle.since", allow_null=True, default=None,
+                                          help_text="Flagged idle since then (the usage collection's IdleJob): taken first, it "
+                                                    "loses no work since; null for a working victim.")
 
 
 class PreemptionOut(serializers.Serializer):

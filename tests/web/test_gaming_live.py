@@ -142,3 +142,5 @@ def test_a_job_waiting_for_the_hoard_reads_whose_idle_gpus_it_takes_and_the_admi
     plans = browser_as("admin").get("/preemptions/?show=needs-approval").content.decode()
     victims_cell = plans.split(f'id="plan-{plan.pk}"')[1].split('data-label="Cost"')[0]
     assert f"#{hoard.pk}</a> (language, 16 GPUs) <span class=\"tag warn idle-victim\"" in victims_cell
+    listed = next(p for p in client_as("admin").get("/api/v1/preemptions/").json()["results"] if p["id"] == plan.pk)
+    assert [(v["job"], v["idle_since"] is not None) for v in listed["victims"]] == [(hoard.pk, True)]
