@@ -253,12 +253,15 @@ class Fixes:
         victims = tuple(self._victim(v, job) for v in plan.victims)
         idle = [v for v in victims if v.is_idle]
         listed = ", ".join(
-            f"#{v.job_id} ({v.team}, {v.gpus} GPUs, {'idle, ' if v.is_idle else ''}{v.cost_gpu_hours:.1f} GPU-h)" for v in victims[:5]
+            f"#{v.job_id} ({v.team}, {v.gpus} GPUs, {'idle, ' if v.is_idle else ''}{v.cost_gpu_hours:.1f} GPU-h)"
+            for v in victims[:5]
         ) + (" …" if len(victims) > 5 else "")
-        state = "proposed, awaiting an admin's approval" if proposed and approval else ("needs an admin's approval" if approval else "runs automatically")
+        state = ("proposed, awaiting an admin's approval" if proposed and approval
+                 else "needs an admin's approval" if approval else "runs automatically")
         now = self.snapshot.now
-        if len(idle) == len(victims):
-            detail = f"reclaim {messages.idle_jobs(idle, now)} in {plan.domain}: {listed}; {messages.idle_loss(idle, with_restart=True)}; {state}"
+        if len(idle) == len(victims):  # a reclaim of hoarded GPUs: its cost is their restart, and work before they idled
+            detail = (f"reclaim {messages.idle_jobs(idle, now)} in {plan.domain}: {listed}; "
+                      f"{messages.idle_loss(idle, with_restart=True)}; {state}")
         else:
             detail = f"preempt {len(victims)} job(s) in {plan.domain}, {victim_rules(victims, now)}: {listed}; {state}"
         return Fix(Action.PREEMPT, plan.cost_gpu_hours, plan.teams_affected, approval, detail,
@@ -267,9 +270,10 @@ class Fixes:
     def _victim(self, victim: Victim, job: Job) -> VictimFacts:
         """Why the core takes `victim` for `job` (core.preemption.rule_of on the job as it holds now) and the work it loses."""
         held = self.holding.get(victim.job_id)
-        if held is None:  # gone since the plan was made: as the plan stands
+        if held is None:  # gone since the plan was made: as the plan stands, all its cost counted as work
             rule = VictimRule.WITHIN_QUEUE if victim.queue == job.queue else VictimRule.RECLAIM
-            return VictimFacts(victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours, victim.cost_gpu_hours)
+            return VictimFacts(victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours,
+                               lost_work_gpu_hours=victim.cost_gpu_hours)
         rule = RULES[rule_of(held, job, self.snapshot.now, self.config.idle_grace_s)]
         return VictimFacts(
             victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours,

@@ -86,7 +86,7 @@ def making_room(preempt: Fix, now: float, *, taking_back: int | None = None) -> 
     """What the preempt fix does, for the headline: whose GPUs it takes, idle jobs named first (they lose no work since
     they went idle), and who decides. `taking_back`: the GPUs of the job's own quota lent out, when that blocks."""
     idle = preempt.idle_victims
-    working = len(preempt.victims) - len(idle) if preempt.victims else len(preempt.jobs)
+    working = len(preempt.victims) - len(idle)
     if idle and not working:
         what = f"{sum(v.gpus for v in idle)} GPUs{' back' if taking_back else ''} from {idle_jobs(idle, now)}, {idle_loss(idle)}"
         if preempt.needs_approval:
