@@ -30,3 +30,8 @@ def preemption_list(*, status: str | None = None, view: str = "all") -> QuerySet
 def open_plan_for_job(*, job_id: int) -> PreemptionPlan | None:
     """The job's plan that is proposed or approved (at most one), for its page to link and to quote its cost."""
     return PreemptionPlan.objects.filter(job_id=job_id, status__in=OPEN_PLAN_STATUSES).first()
+
+
+def open_plans_taking(*, job_id: int) -> list[PreemptionPlan]:
+    """The open plans that would stop `job_id`: for its own page, so the owner of an idle job sees who takes it."""
+    return list(PreemptionPlan.objects.filter(victim_rows__job_id=job_id, status__in=OPEN_PLAN_STATUSES).order_by("id"))

@@ -121,7 +121,8 @@ def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_unch
 def test_a_job_waiting_for_the_hoard_reads_whose_idle_gpus_it_takes_and_the_admin_sees_the_victim_is_idle(
         org, hoarder, browser_as, client_as):
     """vision wants its 16 lent GPUs back: the plan takes the hoard, another team's, so it waits for an admin. The waiting
-    job's page and the API say so, naming the idle job; the plan list marks the victim idle."""
+    job's page and the API say so, naming the idle job; the plan list marks the victim idle; the hoard's own page says
+    which plan takes it."""
     hoard = hoarder["hoard"]
     reclaimer = submit(org, count=2, name="vision-reclaim", at=T0 + 302)
     reconcile_pass_run(now=T0 + 303)
@@ -142,5 +143,8 @@ def test_a_job_waiting_for_the_hoard_reads_whose_idle_gpus_it_takes_and_the_admi
     plans = browser_as("admin").get("/preemptions/?show=needs-approval").content.decode()
     victims_cell = plans.split(f'id="plan-{plan.pk}"')[1].split('data-label="Cost"')[0]
     assert f"#{hoard.pk}</a> (language, 16 GPUs) <span class=\"tag warn idle-victim\"" in victims_cell
+    hoard_page = browser_as("language-researcher").get(f"/jobs/{hoard.pk}/").content.decode()
+    idle_flag = hoard_page.split('id="idle-flag"')[1].split("</p>")[0]
+    assert f"plan #{plan.pk}</a> for job <a href=\"/jobs/{reclaimer.pk}/\">#{reclaimer.pk}</a> takes it once an admin approves" in idle_flag
     listed = next(p for p in client_as("admin").get("/api/v1/preemptions/").json()["results"] if p["id"] == plan.pk)
     assert [(v["job"], v["idle_since"] is not None) for v in listed["victims"]] == [(hoard.pk, True)]

@@ -19,7 +19,7 @@ from scheduling.core.model import JobState
 from scheduling.models import FleetSettings, Flavor, Job, Queue
 from scheduling.permissions import can_cancel_job, is_admin, team_ids_of
 from scheduling.selectors.explanations import job_explanation_get
-from scheduling.selectors.preemption import open_plan_for_job
+from scheduling.selectors.preemption import open_plan_for_job, open_plans_taking
 
 
 @login_required
@@ -119,6 +119,7 @@ def job_detail(request, pk: int):
         "idle_grace_s": settings.GANGWAY_IDLE_GRACE_S, "can_cancel": not is_final and can_cancel_job(request.user, job),
         "audit": selectors.audit_for_job(user=request.user, job=job),
         "open_plan": open_plan_for_job(job_id=job.pk) if job.state == JobState.PENDING else None,
+        "taken_by": open_plans_taking(job_id=job.pk) if idle else [],
     }
     if request.htmx:
         return render(request, "web/_job_live.html", context)
