@@ -9,10 +9,19 @@ import gc
 import math
 import heapq
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduling.core.accounts import FairShareAccounts, account_order_key
 from scheduling.core.borrowed import all_reclaimable_at_cost
+from scheduling.core.defragmentation import (
+    is_movable,
+    jobs_on_nodes,
+    moves_pay,
+    natural_drain_s,
+    nodes_emptied,
+    plan_defragmentation,
+)
 from scheduling.core.fairshare import queue_order_key, sort_queue
 from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.model import (
@@ -23,6 +32,7 @@ from scheduling.core.model import (
     PendingReason,
     PendingVerdicts,
     PlannedPreemption,
+    PreemptionPlan,
     QueueingStrategy,
     Snapshot,
     StateAfterCycle,
@@ -110,6 +120,7 @@ class _Cycle:
         self.preempting_queues: set[str] = set()
         self.plans_made = 0
         self.footprints: dict[int, tuple] = {}
+        self.jobs_on_node: list[list[Job]] | None = None
 
     # 3 ---------------------------------------------------------------------------------------
     def order_queues(self) -> None:
@@ -264,6 +275,11 @@ class _Cycle:
         queue = self.snapshot.queues[job.queue]
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return reason, message
+        if reason is PendingReason.FIT and self.config.defragment_for_owed_gangs:
+            moves = self.plan_moves(job)
+            if moves is not None:
+                return self.carry_out(job, moves, message, f"moving {len(moves.plan.victims)} checkpointing job(s) "
+                                                           f"off partly used nodes")
         awaiting = self.snapshot.awaiting_plans.get(job.id)
         if awaiting is None and self.plans_made >= self.config.max_preemption_plans_per_cycle:
             return reason, message
@@ -283,7 +299,10 @@ class _Cycle:
             if is_not_worth_planning(job, lacking, natural_wait, self.config.restart_overhead_s,
                                      self.config.payoff_margin):
                 return reason, f"{message}; {soon_free_message(natural_wait)}"
-        planned = self.plan_or_keep(job, reason, candidates, awaiting)
+        planned = self.plan_or_keep(job, reason, candidates, awaiting, lambda: plan_preemption(
+            job, candidates=candidates, fleet=self.fleet, ledger=self.ledger, now=now, config=self.config,
+            reason=reason, footprints=self.footprints,
+        ))
         if planned is None:
             return reason, message
         plan = planned.plan
@@ -293,11 +312,16 @@ class _Cycle:
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:
                 return reason, f"{message}; {unpaid}"
+        return self.carry_out(job, planned, message, f"a preemption of {len(plan.victims)} job(s)")
+
+    def carry_out(self, job: Job, planned: PlannedPreemption, message: str, what: str) -> Verdict | None:
+        """Run the plan and admit the job, or leave it proposed to an admin (`what`: the plan, for the job's message)."""
+        plan = planned.plan
         self.preemptions.append(planned)
         if planned.needs_approval:
             return (
                 PendingReason.AWAITING_APPROVAL,
-                f"{message}; a preemption of {len(plan.victims)} job(s) costing {plan.cost_gpu_hours:.1f} "
+                f"{message}; {what} costing {plan.cost_gpu_hours:.1f} "
                 f"GPU-hours ({', '.join(plan.teams_affected)}) awaits an admin's approval",
             )
         for victim in plan.victims:
@@ -312,6 +336,31 @@ class _Cycle:
             raise AssertionError(f"preemption plan for job {job.id} does not make room")
         self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
         return None
+
+    def plan_moves(self, job: Job) -> PlannedPreemption | None:
+        """A defragmentation that pays, for a gang its own nominal quota holds (SchedulerConfig.defragment_for_owed_gangs)
+        and that only fragmentation keeps out: enough GPUs of its kind are free, scattered over partly used nodes."""
+        fleet = self.fleet
+        classes = fleet.tolerated_classes(job)
+        if self.ledger.check(job).is_borrowing or fleet.free_gpus_in(fleet.domain_by_key[FLEET], classes) < job.gpus:
+            return None
+        movable = [j for j in self.holding.values() if is_movable(j, fleet)]
+        if not movable:
+            return None
+        if self.jobs_on_node is None:
+            self.jobs_on_node = jobs_on_nodes(self.holding.values(), fleet)
+        now, overhead = self.snapshot.now, self.config.restart_overhead_s
+        planned = self.plan_or_keep(job, PendingReason.FIT, movable, self.snapshot.awaiting_plans.get(job.id), lambda: (
+            found.plan if (found := plan_defragmentation(job, fleet, self.jobs_on_node, now=now,
+                                                         restart_overhead_s=overhead)) else None
+        ))
+        if planned is None:
+            return None
+        moved = [self.holding[v.job_id] for v in planned.plan.victims]
+        drain = natural_drain_s(fleet, self.jobs_on_node, classes, nodes_emptied(moved), now)
+        if not moves_pay(planned.plan, job, drain, self.config.payoff_margin):
+            return None
+        return planned
 
     def natural_wait(self, job: Job, reason: PendingReason) -> tuple[int, float]:
         """The GPUs the job lacks and how long until as many come back on their own (core.payoff): of its
@@ -332,10 +381,12 @@ class _Cycle:
         return lacking, natural_wait_s(lacking, holders, self.snapshot.now)
 
     def plan_or_keep(
-        self, job: Job, reason: PendingReason, candidates: list[Job], awaiting: PlannedPreemption | None
+        self, job: Job, reason: PendingReason, candidates: list[Job], awaiting: PlannedPreemption | None,
+        planner: Callable[[], PreemptionPlan | None],
     ) -> PlannedPreemption | None:
         """The head's plan: the one awaiting an admin while the state it was planned on holds (that costs
-        no planning budget, so the heads behind it get their turn), else a new one while the budget lasts."""
+        no planning budget, so the heads behind it get their turn), else a new one by `planner` from
+        `candidates` while the budget lasts."""
         approved = self.snapshot.approved_preemptions.get(job.id)
         is_still_proposable = (
             awaiting is not None
@@ -350,16 +401,7 @@ class _Cycle:
             # Out of budget: a changed state's plan stays proposed as it is until the head's turn comes.
             return awaiting if is_still_proposable else None
         self.plans_made += 1
-        plan = plan_preemption(
-            job,
-            candidates=candidates,
-            fleet=self.fleet,
-            ledger=self.ledger,
-            now=self.snapshot.now,
-            config=self.config,
-            reason=reason,
-            footprints=self.footprints,
-        )
+        plan = planner()
         if plan is None:
             return None
         if not needs_approval(plan, job, self.config, approved):
@@ -367,6 +409,7 @@ class _Cycle:
         return PlannedPreemption(plan, True, state_fingerprint(job, reason, candidates, self.ledger, self.fleet, plan.domain))
 
     def forget_failures(self) -> None:
+        self.jobs_on_node = None
         self.fit_failures.clear()
         self.quota_failures.clear()
         self.known_failures.clear()

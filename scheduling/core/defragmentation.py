@@ -1,9 +1,18 @@
 """Defragmentation plans: requeue small checkpointable jobs off the cheapest partly used nodes until a gang fits one
 domain. Beside preemption.py: a plan of victims like a preemption's (they resume from their last checkpoint
-elsewhere), which the explainer offers as a fix; the cycle never runs it by itself."""
+elsewhere), which the explainer offers as a fix.
+
+The cycle runs one by itself for a gang that its own nominal quota holds and that only fragmentation keeps out
+(SchedulerConfig.defragment_for_owed_gangs), when it pays: the moves lose at most a checkpoint interval and a restart
+each, and the gang would otherwise wait until as many partly used nodes drain on their own (`natural_drain_s`).
+Borrowing gangs get no moves: they would take capacity the other teams own from the other teams' small jobs, and on
+the policy suite moving jobs for every gang made the small jobs of ITP cluster02 wait three times as long
+(docs/simulation.md). Jobs without checkpoints are not moved: each move would lose a whole run."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduling.core.model import FLEET, Job, PendingReason, PreemptionPlan, Victim
@@ -22,6 +31,40 @@ class DefragmentationPlan:
     """The same jobs, by id."""
     nodes: tuple[str, ...]
     """The partly used nodes the moves free whole."""
+
+
+def jobs_on_nodes(holding: Iterable[Job], fleet: FleetState) -> list[list[Job]]:
+    """The jobs holding GPUs on each node of `fleet` (by node index; a gang once per node it uses)."""
+    by_node: list[list[Job]] = [[] for _ in fleet.nodes]
+    index_of = fleet.index_of
+    for job in holding:
+        for i in {index_of[p.node] for p in job.placement if p.node in index_of}:
+            by_node[i].append(job)
+    return by_node
+
+
+def nodes_emptied(moved: Iterable[Job]) -> int:
+    """The nodes a defragmentation plan empties: it moves every job off each node it takes."""
+    return len({pod.node for job in moved for pod in job.placement})
+
+
+def natural_drain_s(fleet: FleetState, jobs_on_node: list[list[Job]], classes: Iterable[int], nodes: int,
+                    now: float) -> float:
+    """How long until `nodes` more of the partly used nodes of these classes empty on their own, each holder taken to run
+    as long again as it has run (core.payoff's estimate): a node empties when its longest-running job ends, so the
+    nodes' longest runs in ascending order, the `nodes`-th (inf: not that many)."""
+    classes = tuple(classes)
+    drains = sorted(
+        max(now - j.started_at if j.started_at is not None else 0.0 for j in jobs)
+        for i, jobs in enumerate(jobs_on_node)
+        if jobs and fleet.is_eligible(i, classes) and not fleet.is_whole_free(i)
+    )
+    return drains[nodes - 1] if 0 < nodes <= len(drains) else (0.0 if nodes <= 0 else math.inf)
+
+
+def moves_pay(plan: PreemptionPlan, job: Job, natural_drain: float, margin: float) -> bool:
+    """The gang's GPUs × the drain it is spared exceed `margin` × what the moves lose (core.payoff's rule)."""
+    return margin * plan.cost_gpu_hours < job.gpus * natural_drain / 3600.0
 
 
 def is_movable(job: Job, fleet: FleetState) -> bool:

@@ -36,5 +36,11 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
     else:
         preemption = "whenever a plan makes room (cheapest displacement first)"
     starvation = (f"after {config.starvation_after_s:g} s pending" if config.starvation_after_s is not None else "off")
+    defragmentation = (
+        "a gang its own nominal quota holds, kept out only by scattered free GPUs, moves small checkpointing jobs off "
+        f"the cheapest partly used nodes when the drain it spares exceeds {config.payoff_margin:g}× their lost work"
+        if config.preemption_enabled and config.defragment_for_owed_gangs else "off"
+    )
     return {"order": order, "fair_share": fair_share, "placement": placement, "preemption": preemption,
-            "starvation_reservations": starvation, "idle_allocations": idle, "borrowed_without_checkpoints": squatting}
+            "defragmentation": defragmentation, "starvation_reservations": starvation, "idle_allocations": idle,
+            "borrowed_without_checkpoints": squatting}

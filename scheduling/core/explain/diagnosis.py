@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
+from scheduling.core.defragmentation import jobs_on_nodes
 from scheduling.core.explain.facts import (
     MAX_NAMED, BrokenNode, DomainFacts, FitFacts, FragmentationFacts, HealthFacts, NodeFacts, NodeReason, QuotaFacts,
 )
@@ -256,11 +257,7 @@ class Diagnosis:
 
     def node_jobs(self) -> list[list[Job]]:
         if self._jobs_on_node is None:
-            by_node: list[list[Job]] = [[] for _ in self.fleet.nodes]
-            for job in self.holding.values():
-                for i in {self.fleet.index_of[p.node] for p in job.placement if p.node in self.fleet.index_of}:
-                    by_node[i].append(job)
-            self._jobs_on_node = by_node
+            self._jobs_on_node = jobs_on_nodes(self.holding.values(), self.fleet)
         return self._jobs_on_node
 
 
