@@ -45,7 +45,9 @@ def open_vision_quota(page) -> None:
     """Open vision-main's quota form in its row; once htmx has put the focus in it, the test types (typed earlier,
     a field's text could land in the field htmx focuses)."""
     page.click("a[aria-label='Change the H100-80GB quota of vision-main']")
-    page.wait_for_function("document.activeElement.name === 'nominal'")
+    # htmx focuses the autofocus field as the swap settles; typing before the settle is over can land in that field.
+    page.wait_for_function("document.activeElement.name === 'nominal'"
+                           " && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')")
 
 
 def login(page, username: str) -> None:
