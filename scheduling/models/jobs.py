@@ -175,6 +175,19 @@ class HistoryDay(models.Model):
         return f"history of {self.day}"
 
 
+class SubmissionHour(models.Model):
+    """One settled UTC hour of submissions for the gaming signals, per team id: [jobs, GPUs, split pieces, their GPUs]
+    (selectors.splitting). Computed once from the hour's jobs and kept: a submission is stamped when it is written and
+    its team, size and time do not change. A job found in the cluster with an older creation time forgets the hours it
+    falls in (services.cluster), so they are counted again."""
+
+    start = models.DateTimeField(primary_key=True)
+    teams = models.JSONField(help_text="{team id: [jobs, gpus, split_jobs, split_gpus]}")
+
+    def __str__(self) -> str:
+        return f"submissions of the hour from {self.start:%Y-%m-%d %H:%M}"
+
+
 class Explanation(models.Model):
     """Why pending jobs wait, as the reconcile pass last explained it: one row per distinct answer, so 100,000 jobs
     of a few hundred shapes are a few hundred rows. Jobs of one shape share a row ("s:" + a hash of the shape);
