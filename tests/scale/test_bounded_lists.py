@@ -79,16 +79,16 @@ def test_the_web_job_list_pages_by_keyset_links_both_ways(org, client):
 # needs attention costs six (idle allocations, the reader's teams, the queues with their quotas and GPUs in use that
 # also fill the queue filter, the allotments, plans waiting); the history's borrowing over time two (quotas, the
 # queues' rollups) and its ended days three when none is stored yet (measured so: read, computed, stored); a job's
-# page one (its open plan); a team's page, to an admin, eight for the gaming signals (one per signal, whatever the
-# number of jobs, the submissions three: the window's two ends and its stored hours) and three more when the hours are
-# not stored yet (measured so, as the team page is asked for first: read, computed, stored); /gaming/ the same eight
-# for every team at once. The queues page shows values; a change form is asked for on its own (its row: the queue with
+# page one (its open plan); a team's page, to an admin, nine for the gaming signals (one per signal, whatever the
+# number of jobs, the submissions four: the window's two ends, its stored hours and their sum) and five more when the
+# hours are not stored yet (measured so, as the team page is asked for first: counted, stored in a transaction);
+# /gaming/ the same nine for every team at once. The queues page shows values; a change form is asked for on its own (its row: the queue with
 # its quotas and GPUs in use, or the allotment).
 PAGES = {
     "/": 11, "/?state=pending": 11, "/?queue=vision-main": 12, "/?team=vision": 12, "/fleet/": 9, "/fleet/usage/?by=queue": 4,
     "/queues/": 9, f"/queues/vision-main/quotas/{H100}/": 5, f"/teams/vision/allotments/{H100}/": 3, "/preemptions/": 3,
-    "/history/": 9, "/borrowing/?window=24h": 4, "/audit/": 5, "/jobs/new/": 6, "/teams/": 7, "/teams/vision/": 32,
-    "/gaming/": 10,
+    "/history/": 9, "/borrowing/?window=24h": 4, "/audit/": 5, "/jobs/new/": 6, "/teams/": 7, "/teams/vision/": 35,
+    "/gaming/": 11,
     "/api/v1/jobs/": 4, "/api/v1/jobs/?state=pending": 4, "/api/v1/jobs/?team=vision": 5, "/api/v1/nodes/": 3,
     "/api/v1/fleet/": 3, "/api/v1/queues/": 5, "/api/v1/teams/": 7, "/api/v1/preemptions/": 3, "/api/v1/usage/": 6,
     "/api/v1/priority-classes/": 3, "/api/v1/audit/": 3,
