@@ -70,7 +70,7 @@ def _counted(*, since: float, spans: list[tuple[float, float | None]], team_ids:
     node_jobs = Job.objects.filter(around_spans, gpus=NODE_GPUS)
     if team_ids is not None:
         node_jobs = node_jobs.filter(queue__team_id__in=team_ids)
-    for team_id, gpus, at in split_pieces(node_jobs):
+    for team_id, gpus, at in _split_pieces(node_jobs):
         if any(start <= at and (end is None or at < end) for start, end in spans):
             _add(tallies.setdefault(team_id, [0, 0, 0, 0]), [0, 0, 1, gpus])
     return tallies
@@ -81,7 +81,7 @@ def _span(start: float, end: float | None) -> Q:
     return span if end is None else span & Q(submitted_at__lt=to_datetime(end))
 
 
-def split_pieces(node_jobs) -> list[tuple[int, int, float]]:
+def _split_pieces(node_jobs) -> list[tuple[int, int, float]]:
     """(team id, GPUs, submitted at) of each piece among `node_jobs`: a job submitted within BURST_S of the previous
     job of its person, flavor and team is a piece, and so is that previous job."""
     last: dict[tuple, tuple[float, int, int]] = {}
@@ -107,17 +107,18 @@ def _stored(first: float, settled: float, team_ids: set[int] | None) -> dict[int
     missing = [float(start) for start in range(int(first), int(settled), HOUR_S) if start not in stored]
     if missing:
         fresh = _hours_counted(missing[0], missing[-1] + HOUR_S)
-        with transaction.atomic():
+        tallies = [SubmissionTally(hour_id=to_datetime(start), team_id=team_id, jobs=jobs, gpus=gpus, split_jobs=split_jobs,
+                                   split_gpus=split_gpus)
+                   for start in missing for team_id, (jobs, gpus, split_jobs, split_gpus) in fresh.get(start, {}).items()]
+        with transaction.atomic():  # concurrent views store the same figures: the second one's rows are ignored
             SubmissionHour.objects.bulk_create([SubmissionHour(start=to_datetime(start)) for start in missing], ignore_conflicts=True)
-            SubmissionTally.objects.bulk_create(
-                [SubmissionTally(hour_id=to_datetime(start), team_id=team_id, jobs=jobs, gpus=gpus, split_jobs=split_jobs, split_gpus=split_gpus)
-                 for start in missing for team_id, (jobs, gpus, split_jobs, split_gpus) in fresh.get(start, {}).items()],
-                ignore_conflicts=True)
-    tallies = SubmissionTally.objects.filter(hour_id__gte=to_datetime(first), hour_id__lt=to_datetime(settled))
+            SubmissionTally.objects.bulk_create(tallies, ignore_conflicts=True)
+    stored_tallies = SubmissionTally.objects.filter(hour_id__gte=to_datetime(first), hour_id__lt=to_datetime(settled))
     if team_ids is not None:
-        tallies = tallies.filter(team_id__in=team_ids)
-    sums = tallies.values("team_id").annotate(j=Sum("jobs"), g=Sum("gpus"), sj=Sum("split_jobs"), sg=Sum("split_gpus"))
-    return {team_id: [jobs, gpus, split_jobs, split_gpus] for team_id, jobs, gpus, split_jobs, split_gpus in sums.values_list("team_id", "j", "g", "sj", "sg")}
+        stored_tallies = stored_tallies.filter(team_id__in=team_ids)
+    sums = (stored_tallies.values("team_id").annotate(j=Sum("jobs"), g=Sum("gpus"), sj=Sum("split_jobs"), sg=Sum("split_gpus"))
+            .values_list("team_id", "j", "g", "sj", "sg"))
+    return {team_id: list(tally) for team_id, *tally in sums}
 
 
 def _hours_counted(start: float, end: float) -> dict[float, dict[int, Tally]]:
@@ -127,7 +128,7 @@ def _hours_counted(start: float, end: float) -> dict[float, dict[int, Tally]]:
                .values("hour", "queue__team_id").annotate(n=Count("id"), g=Sum("gpus")).values_list("hour", "queue__team_id", "n", "g"))
     for hour, team_id, count, gpus in counted:
         _add(hours.setdefault(_epoch(hour), {}).setdefault(team_id, [0, 0, 0, 0]), [count, gpus or 0, 0, 0])
-    for team_id, gpus, at in split_pieces(Job.objects.filter(_span(start - BURST_S, end + BURST_S), gpus=NODE_GPUS)):
+    for team_id, gpus, at in _split_pieces(Job.objects.filter(_span(start - BURST_S, end + BURST_S), gpus=NODE_GPUS)):
         if start <= at < end:
             hour = math.floor(at / HOUR_S) * HOUR_S
             _add(hours.setdefault(float(hour), {}).setdefault(team_id, [0, 0, 0, 0]), [0, 0, 1, gpus])
