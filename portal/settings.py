@@ -250,6 +250,8 @@ GANGWAY_USAGE_RAW_RETENTION_S = float(os.environ.get("GANGWAY_USAGE_RAW_RETENTIO
 GANGWAY_IDLE_THRESHOLD_PERCENT = float(os.environ.get("GANGWAY_IDLE_THRESHOLD_PERCENT", "10"))
 GANGWAY_IDLE_GRACE_S = float(os.environ.get("GANGWAY_IDLE_GRACE_S", "600"))
 GANGWAY_ESTIMATE_INTERVAL_S = float(os.environ.get("GANGWAY_ESTIMATE_INTERVAL_S", "300"))
+GANGWAY_ESTIMATE_MIN_GAP_S = float(os.environ.get("GANGWAY_ESTIMATE_MIN_GAP_S", "15"))
+"""After a pass that moved the queue the estimates are recomputed at once, but at most once in this many seconds."""
 GANGWAY_ESTIMATE_HORIZON_S = float(os.environ.get("GANGWAY_ESTIMATE_HORIZON_S", str(7 * 24 * 3600)))
 GANGWAY_PROMETHEUS_URL = os.environ.get("GANGWAY_PROMETHEUS_URL", "")
 GANGWAY_METRICS_TOKEN = os.environ.get("GANGWAY_METRICS_TOKEN", "")

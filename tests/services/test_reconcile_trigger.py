@@ -86,3 +86,27 @@ def test_on_redis_writes_share_one_requested_pass_until_it_starts(transactional_
             assert 0 < client.ttl(REQUEST_KEY) <= settings.GANGWAY_RECONCILE_INTERVAL_S, "a lost request lapses"
     finally:
         client.delete(REQUEST_KEY, ESTIMATE_REQUEST_KEY)
+
+
+@pytest.mark.integration
+def test_on_redis_the_estimates_are_recomputed_at_most_once_per_gap_under_a_stream_of_passes(settings):
+    from scheduling.tasks import ESTIMATE_REQUEST_KEY, ESTIMATE_STARTED_KEY, _broker_redis, estimates_request, refresh_estimates
+
+    settings.GANGWAY_ESTIMATE_MIN_GAP_S = 15
+    client = _broker_redis()
+    client.delete(ESTIMATE_REQUEST_KEY, ESTIMATE_STARTED_KEY)
+    try:
+        with mock.patch.object(refresh_estimates, "delay") as at_once, \
+                mock.patch.object(refresh_estimates, "apply_async") as later:
+            estimates_request()
+            assert at_once.call_count == 1 and later.call_count == 0, "no refresh ran lately: at once"
+            with mock.patch("scheduling.services.explanations.estimates_refresh", return_value={}):
+                refresh_estimates.apply().get()  # the requested refresh starts
+            estimates_request()
+            estimates_request()
+            assert at_once.call_count == 1 and later.call_count == 1, "one refresh queued for the end of the gap"
+            countdown_s = later.call_args.kwargs["countdown"]
+            assert 14 <= countdown_s <= 15
+            assert client.ttl(ESTIMATE_REQUEST_KEY) > countdown_s, "the request outlives its countdown"
+    finally:
+        client.delete(ESTIMATE_REQUEST_KEY, ESTIMATE_STARTED_KEY)
