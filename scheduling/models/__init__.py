@@ -2,7 +2,7 @@
 
 from scheduling.models.audit import AuditAction, AuditRecord
 from scheduling.models.fleet import FleetSettings, Node, ReconcileState, RowChange
-from scheduling.models.jobs import EventReason, Explanation, HistoryDay, Job, JobEvent, PodSet, Placement
+from scheduling.models.jobs import EventReason, Explanation, HistoryDay, Job, JobEvent, PodSet, Placement, SubmissionHour, SubmissionTally
 from scheduling.models.org import Flavor, Membership, Role, Team, TeamAllotment, TeamNamespace
 from scheduling.models.preemption import PlanStatus, PreemptionPlan, PreemptionVictim
 from scheduling.models.priority import PriorityClass
@@ -39,6 +39,8 @@ __all__ = [
     "Role",
     "RowChange",
     "SimulatedWorkload",
+    "SubmissionHour",
+    "SubmissionTally",
     "Team",
     "TeamAllotment",
     "TeamNamespace",

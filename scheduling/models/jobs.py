@@ -175,6 +175,37 @@ class HistoryDay(models.Model):
         return f"history of {self.day}"
 
 
+class SubmissionHour(models.Model):
+    """One settled UTC hour of submissions, counted for the gaming signals (selectors.splitting): its teams' tallies are
+    its SubmissionTally rows (none for a team that submitted nothing). Counted once from the hour's jobs and kept: a
+    submission is stamped when it is written and its team, size and time do not change. A job found in the cluster with
+    an older creation time forgets the hours it falls in (services.cluster), so they are counted again."""
+
+    start = models.DateTimeField(primary_key=True)
+
+    def __str__(self) -> str:
+        return f"submissions of the hour from {self.start:%Y-%m-%d %H:%M}"
+
+
+class SubmissionTally(models.Model):
+    """A team's submissions in a settled hour: jobs and their GPUs, and the split pieces among them and theirs."""
+
+    hour = models.ForeignKey(SubmissionHour, on_delete=models.CASCADE, related_name="tallies")
+    team = models.ForeignKey("scheduling.Team", on_delete=models.CASCADE, related_name="+")
+    jobs = models.PositiveIntegerField()
+    gpus = models.PositiveIntegerField()
+    split_jobs = models.PositiveIntegerField()
+    split_gpus = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour", "team"], name="submission_tally_hour_team")]
+        # A team's page sums its own hours of the week.
+        indexes = [models.Index(fields=["team", "hour"], name="submission_tally_team_hour")]
+
+    def __str__(self) -> str:
+        return f"team {self.team_id}, hour {self.hour_id}: {self.jobs} jobs, {self.split_jobs} split"
+
+
 class Explanation(models.Model):
     """Why pending jobs wait, as the reconcile pass last explained it: one row per distinct answer, so 100,000 jobs
     of a few hundred shapes are a few hundred rows. Jobs of one shape share a row ("s:" + a hash of the shape);

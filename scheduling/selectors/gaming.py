@@ -13,15 +13,13 @@ from django.db.models import Count, Q, Sum
 
 from scheduling import clock
 from scheduling.core.model import JobState
-from scheduling.models import IdleJob, Job, JobEvent, PriorityClass, Queue, Team
+from scheduling.models import IdleJob, Job, JobEvent, PriorityClass, Team
 from scheduling.models.jobs import HOLDING_STATES
+from scheduling.selectors.splitting import submission_tallies
 from scheduling.services.common import to_datetime
 
 WINDOW_S = 7 * 24 * 3600.0
 """Signals over submissions and cancellations look back a week (the fair-share half-life)."""
-BURST_S = 60.0
-"""Jobs of one shape one person submits within this many seconds of each other count as pieces of one split job."""
-NODE_GPUS = 8
 
 RULES = {
     "splitting": "Fair share counts GPU-hours over every job of the team (dominant share, decayed usage): eight 8-GPU "
@@ -47,7 +45,7 @@ class TeamSignals:
     queues: int = 0
     jobs_submitted: int = 0
     split_jobs: int = 0
-    """Node-sized jobs submitted in bursts of two or more of one shape by one person (within BURST_S)."""
+    """Node-sized jobs submitted in bursts of two or more of one shape by one person (within splitting.BURST_S)."""
     gpus_submitted: int = 0
     split_gpus: int = 0
     idle_jobs: int = 0
@@ -72,60 +70,51 @@ class TeamSignals:
 
 
 def gaming_signals(*, now: float | None = None, team: str | None = None) -> list[TeamSignals]:
-    """Every team's signals (or `team`'s), by team name. A handful of grouped queries whatever the number of jobs,
-    except the splitting scan, which reads the id, owner, shape and time of the window's node-sized jobs."""
+    """Every team's signals (or `team`'s), by team name: one grouped query per signal over all teams whatever the number
+    of jobs; the week's submissions from their stored settled hours and the window's two ends (selectors.splitting)."""
     now = clock.moment(now)
-    since = to_datetime(now - WINDOW_S)
-    teams = Team.objects.order_by("name")
+    since = now - WINDOW_S
+    teams = Team.objects.order_by("name").annotate(queue_count=Count("queues"))
     if team is not None:
         teams = teams.filter(name=team)
-    signals = {name: TeamSignals(team=name) for name in teams.values_list("name", flat=True)}
-    in_teams = Q(queue__team__name__in=list(signals))
-    for name, count in Queue.objects.filter(team__name__in=list(signals)).values("team__name").annotate(n=Count("id")).values_list("team__name", "n"):
-        signals[name].queues = count
-    submitted = Job.objects.filter(in_teams, submitted_at__gte=since)
-    for name, count, gpus in submitted.values("queue__team__name").annotate(n=Count("id"), g=Sum("gpus")).values_list("queue__team__name", "n", "g"):
-        signals[name].jobs_submitted, signals[name].gpus_submitted = count, gpus or 0
-    _count_split(signals, submitted)
-    for name, count, gpus in (IdleJob.objects.filter(job__state__in=HOLDING_STATES, job__queue__team__name__in=list(signals))
-                              .values("job__queue__team__name").annotate(n=Count("job_id"), g=Sum("job__gpus"))
-                              .values_list("job__queue__team__name", "n", "g")):
-        signals[name].idle_jobs, signals[name].idle_gpus = count, gpus or 0
-    cancelled = (JobEvent.objects.filter(to_state=JobState.CANCELLED.value, from_state__in=HOLDING_STATES, created_at__gte=since,
-                                         job__queue__team__name__in=list(signals))
-                 .values("job__queue__team__name").annotate(n=Count("id")).values_list("job__queue__team__name", "n"))
-    for name, count in cancelled:
-        signals[name].placeholder_cancellations = count
-    default_value = PriorityClass.objects.filter(is_default=True).values_list("value", flat=True).first() or 0
-    caps = dict(PriorityClass.objects.filter(value__gt=default_value).values_list("name", "max_gpus_per_team"))
+    rows = list(teams.values_list("id", "name", "queue_count"))
+    names = {team_id: name for team_id, name, _ in rows}
+    signals = {name: TeamSignals(team=name, queues=queues) for _, name, queues in rows}
+    team_ids = None if team is None else list(names)
+    in_teams = _of_teams(team_ids)
+    for team_id, (jobs, gpus, split_jobs, split_gpus) in submission_tallies(since=since, now=now, team_ids=team_ids).items():
+        s = signals[names[team_id]]
+        s.jobs_submitted, s.gpus_submitted, s.split_jobs, s.split_gpus = jobs, gpus, split_jobs, split_gpus
     holding = Job.objects.filter(in_teams, state__in=HOLDING_STATES)
-    for name, class_name, gpus in (holding.filter(priority_class__name__in=list(caps)).values("queue__team__name", "priority_class__name")
-                                   .annotate(g=Sum("gpus")).values_list("queue__team__name", "priority_class__name", "g")):
-        signals[name].class_gpus[class_name] = gpus or 0
+    idle = IdleJob.objects.filter(job__state__in=HOLDING_STATES).filter(_of_teams(team_ids, "job__queue__team_id"))
+    for team_id, count, gpus in (idle.values("job__queue__team_id")
+                                 .annotate(n=Count("job_id"), g=Sum("job__gpus")).values_list("job__queue__team_id", "n", "g")):
+        signals[names[team_id]].idle_jobs, signals[names[team_id]].idle_gpus = count, gpus or 0
+    cancelled = (JobEvent.objects.filter(to_state=JobState.CANCELLED.value, from_state__in=HOLDING_STATES, created_at__gte=to_datetime(since))
+                 .filter(_of_teams(team_ids, "job__queue__team_id"))
+                 .values("job__queue__team_id").annotate(n=Count("id")).values_list("job__queue__team_id", "n"))
+    for team_id, count in cancelled:
+        signals[names[team_id]].placeholder_cancellations = count
+    caps = _caps_above_default()
+    for team_id, class_name, gpus in (holding.filter(priority_class__name__in=list(caps)).values("queue__team_id", "priority_class__name")
+                                      .annotate(g=Sum("gpus")).values_list("queue__team_id", "priority_class__name", "g")):
+        signals[names[team_id]].class_gpus[class_name] = gpus or 0
     for s in signals.values():
         s.class_caps = caps
-    for name, gpus, started in (holding.filter(is_borrowing=True, checkpoint_interval_s__isnull=True, started_at__isnull=False)
-                                .values_list("queue__team__name", "gpus", "started_at")):
-        signals[name].borrowed_uncheckpointed_jobs += 1
-        signals[name].borrowed_uncheckpointed_gpu_hours += gpus * max(0.0, now - started.timestamp()) / 3600.0
+    for team_id, gpus, started in (holding.filter(is_borrowing=True, checkpoint_interval_s__isnull=True, started_at__isnull=False)
+                                   .values_list("queue__team_id", "gpus", "started_at")):
+        s = signals[names[team_id]]
+        s.borrowed_uncheckpointed_jobs += 1
+        s.borrowed_uncheckpointed_gpu_hours += gpus * max(0.0, now - started.timestamp()) / 3600.0
     return list(signals.values())
 
 
-def _count_split(signals: dict[str, TeamSignals], submitted) -> None:
-    """Node-sized jobs of one person and one flavor submitted within BURST_S of the previous such job count as pieces."""
-    last: dict[tuple, float] = {}
-    counted: set[int] = set()
-    rows = (submitted.filter(gpus=NODE_GPUS).order_by("owner_id", "flavor_id", "queue__team_id", "submitted_at", "id")
-            .values_list("id", "owner_id", "flavor_id", "queue__team__name", "submitted_at", "gpus"))
-    previous: dict[tuple, int] = {}
-    for job_id, owner, flavor, team_name, submitted_at, gpus in rows:
-        key = (owner, flavor, team_name)
-        at = submitted_at.timestamp()
-        if key in last and at - last[key] <= BURST_S:
-            for piece in (previous[key], job_id):
-                if piece not in counted:
-                    counted.add(piece)
-                    signals[team_name].split_jobs += 1
-                    signals[team_name].split_gpus += gpus
-        last[key], previous[key] = at, job_id
+def _of_teams(team_ids: list[int] | None, team_path: str = "queue__team_id") -> Q:
+    return Q() if team_ids is None else Q(**{f"{team_path}__in": team_ids})
 
+
+def _caps_above_default() -> dict[str, int | None]:
+    """Each priority class above the default (the first default class in the classes' order) with its per-team cap."""
+    classes = list(PriorityClass.objects.values_list("name", "value", "is_default", "max_gpus_per_team"))
+    default_value = next((value for _, value, is_default, _ in classes if is_default), None) or 0
+    return {name: cap for name, value, _, cap in classes if value > default_value}

@@ -19,6 +19,7 @@ from scheduling.core.model import Node as CoreNode
 from scheduling.fleetfile import FleetSpec, NodeSpec
 from scheduling.models import EventReason, Flavor, FleetSettings, Job, JobEvent, Node, Queue, ReconcileState, TeamNamespace, WorkloadRejection
 from scheduling.models.jobs import HOLDING_STATES
+from scheduling.selectors.splitting import SETTLED_AFTER_S, submission_hours_forget
 from scheduling.services.common import MAX_JOB_NAME_LENGTH, reconcile_after_commit, to_datetime
 from scheduling.services.fleet import FleetSyncResult, fleet_sync
 from scheduling.services.jobs import job_event, pending_job_create, workload_spec
@@ -198,6 +199,8 @@ def cluster_workloads_sync(
             tolerations=[dict(t) for t in workload.tolerations],
             cluster_namespace=workload.namespace, cluster_name=workload.name, cluster_kind=workload.kind,
         )
+        if job.submitted_at.timestamp() < now - SETTLED_AFTER_S:
+            submission_hours_forget(job.submitted_at)  # the gaming signals counted its hour without it
         job_event(job_id=job.pk, from_state="", to_state=JobState.PENDING, reason=EventReason.DISCOVERED,
                   message=f"suspended {workload.kind} {workload.namespace}/{workload.name} found in the cluster").save()
         known[key] = job.pk

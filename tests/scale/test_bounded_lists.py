@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from portal.api.pagination import MAX_PAGE_SIZE
-from scheduling.models import HistoryDay, Job
+from scheduling.models import HistoryDay, Job, SubmissionHour
 from scheduling.services import reconcile_pass_run, job_submit
 from tests.conftest import H100
 
@@ -80,12 +80,14 @@ def test_the_web_job_list_pages_by_keyset_links_both_ways(org, client):
 # also fill the queue filter, the allotments, plans waiting); the history's borrowing over time two (quotas, the
 # queues' rollups) and its ended days three when none is stored yet (measured so: read, computed, stored); a job's
 # page one (its open plan); a team's page, to an admin, nine for the gaming signals (one per signal, whatever the
-# number of jobs; /gaming/ the same for every team at once). The queues page shows values; a change form is asked
-# for on its own (its row: the queue with its quotas and GPUs in use, or the allotment).
+# number of jobs, the submissions four: the window's two ends, its stored hours and their sum) and five more when the
+# hours are not stored yet (measured so, as the team page is asked for first: counted, stored in a transaction);
+# /gaming/ the same nine for every team at once. The queues page shows values; a change form is asked for on its own (its row: the queue with
+# its quotas and GPUs in use, or the allotment).
 PAGES = {
     "/": 11, "/?state=pending": 11, "/?queue=vision-main": 12, "/?team=vision": 12, "/fleet/": 9, "/fleet/usage/?by=queue": 4,
     "/queues/": 9, f"/queues/vision-main/quotas/{H100}/": 5, f"/teams/vision/allotments/{H100}/": 3, "/preemptions/": 3,
-    "/history/": 9, "/borrowing/?window=24h": 4, "/audit/": 5, "/jobs/new/": 6, "/teams/": 7, "/teams/vision/": 30,
+    "/history/": 9, "/borrowing/?window=24h": 4, "/audit/": 5, "/jobs/new/": 6, "/teams/": 7, "/teams/vision/": 35,
     "/gaming/": 11,
     "/api/v1/jobs/": 4, "/api/v1/jobs/?state=pending": 4, "/api/v1/jobs/?team=vision": 5, "/api/v1/nodes/": 3,
     "/api/v1/fleet/": 3, "/api/v1/queues/": 5, "/api/v1/teams/": 7, "/api/v1/preemptions/": 3, "/api/v1/usage/": 6,
@@ -109,6 +111,7 @@ def _sized_pages(client) -> dict[str, int]:
 
     cache.clear()
     HistoryDay.objects.all().delete()
+    SubmissionHour.objects.all().delete()
     pending = Job.objects.filter(state="pending").order_by("pk").values_list("pk", flat=True).first()
     middle = Job.objects.order_by("-submitted_at", "-id").values_list("pk", flat=True)[Job.objects.count() // 2]
     cursor = client.get("/api/v1/jobs/?limit=3").json()["next"].split("/api/v1/jobs/")[1]
