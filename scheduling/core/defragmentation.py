@@ -2,8 +2,8 @@
 domain. Beside preemption.py: a plan of victims like a preemption's (they resume from their last checkpoint
 elsewhere), which the explainer offers as a fix.
 
-The cycle runs one by itself for a gang that its own nominal quota holds and that only fragmentation keeps out
-(SchedulerConfig.defragment_for_owed_gangs), when it pays: the moves lose at most a checkpoint interval and a restart
+With SchedulerConfig.defragment_for_owed_gangs (an admin's policy, off by default) the cycle runs one by itself for a
+gang that its own nominal quota holds and that only fragmentation keeps out, when it pays: the moves lose at most a checkpoint interval and a restart
 each, and the gang would otherwise wait until as many partly used nodes drain on their own (`natural_drain_s`).
 Borrowing gangs get no moves: they would take capacity the other teams own from the other teams' small jobs, and on
 the policy suite moving jobs for every gang made the small jobs of ITP cluster02 wait three times as long

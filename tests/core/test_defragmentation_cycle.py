@@ -17,7 +17,8 @@ from scheduling.core.placement import FleetState
 from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
 NOW = 100_000.0
-NO_APPROVALS = SchedulerConfig(cross_team_needs_approval=False)
+DEFRAGMENTING = SchedulerConfig(defragment_for_owed_gangs=True)
+NO_APPROVALS = replace(DEFRAGMENTING, cross_team_needs_approval=False)
 
 
 def a_fragmented_rack(*, checkpoint_s=1800, ran_s=10 * 3600 + 600, owner_nominal=16, config=NO_APPROVALS):
@@ -50,8 +51,8 @@ def moved_by(result, job_id):
                      id="jobs without checkpoints are never moved: each would lose its whole run"),
         pytest.param({"ran_s": 1200}, None,
                      id="no moves when the nodes would drain soon on their own: the moves would not pay"),
-        pytest.param({"config": SchedulerConfig(cross_team_needs_approval=False, defragment_for_owed_gangs=False)},
-                     None, id="with the rule off the gang waits for the nodes to drain"),
+        pytest.param({"config": SchedulerConfig(cross_team_needs_approval=False)},
+                     None, id="by default the rule is off and the gang waits for the nodes to drain"),
     ],
 )
 def test_defragmentation_for_owed_gangs(scenario, moved):
@@ -72,7 +73,7 @@ def test_the_moves_leave_room_for_the_moved_jobs_and_take_the_cheapest_nodes():
 
 
 def test_moves_across_teams_await_an_admin_and_say_what_they_move():
-    result = run_admission_cycle(a_fragmented_rack(config=SchedulerConfig()))
+    result = run_admission_cycle(a_fragmented_rack(config=DEFRAGMENTING))
     reason, message = verdict_of(result, 1)
     assert reason is PendingReason.AWAITING_APPROVAL
     assert "moving 2 checkpointing job(s) off partly used nodes costing" in message
@@ -124,7 +125,7 @@ def test_moves_are_only_made_when_the_gang_gains_more_than_they_cost(jobs, margi
             fleet.allocate_placement(job.placement, job)
             kept.append(job)
     gang = a_gang(2, 8).id(1).in_queue("owner").submitted(NOW - 60)
-    config = SchedulerConfig(cross_team_needs_approval=False, payoff_margin=margin)
+    config = replace(NO_APPROVALS, payoff_margin=margin)
     # The others' quota holds all they run, so they lend nothing: any plan is a defragmentation, none a reclaim.
     result = run_admission_cycle(snapshot(nodes, [queue("owner", 16), queue("others", 48)], admitted=kept,
                                           pending=[gang], now=NOW, config=config))

@@ -150,10 +150,9 @@ def test_the_explanation_names_the_jobs_with_less_attained_service_a_job_waits_b
         pytest.param(SchedulerConfig(), "preemption", "only when it pays", id="the default weighs every plan"),
         pytest.param(SchedulerConfig(preemption_enabled=False), "preemption", "off", id="preemption can be off"),
         pytest.param(SchedulerConfig(), "starvation_reservations", "off", id="reservations are off by default"),
-        pytest.param(SchedulerConfig(), "defragmentation", "a gang its own nominal quota holds",
-                     id="owed gangs are defragmented for by default"),
-        pytest.param(SchedulerConfig(defragment_for_owed_gangs=False), "defragmentation", "off",
-                     id="defragmentation can be off"),
+        pytest.param(SchedulerConfig(), "defragmentation", "off", id="defragmentation is off by default"),
+        pytest.param(SchedulerConfig(defragment_for_owed_gangs=True), "defragmentation", "a gang its own nominal quota holds",
+                     id="an admin can have gangs owed their quota defragmented for"),
     ],
 )
 def test_the_policy_in_force_reads_as_words(config, key, starts):
