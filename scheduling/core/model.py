@@ -235,10 +235,12 @@ class SchedulerConfig:
     """Planning is the expensive step: at most this many blocked queue heads plan per cycle, lowest
     fair share first; the others plan in later cycles. A head whose plan awaits an admin spends none
     while the state it was planned on holds, so every blocked head gets its turn."""
-    service_levels_gpu_h: tuple[float, ...] = (1.0, 16.0)
+    service_levels_gpu_h: tuple[float, ...] = (2.0, 32.0)
     """Attained-service levels (Tiresias' 2D-LAS; core.attained): within a queue, jobs that have run less
     go first, and a running job a whole level above a blocked job of its queue may be preempted for
-    it (if that pays). Empty: plain priority + FIFO, no such preemption."""
+    it (if that pays). Empty: plain priority + FIFO, no such preemption. The first level at 2 GPU-hours, not 1,
+    since stop 24: at 1 the one-GPU jobs that dominate Philly were stopped after an hour for newcomers, and the
+    checkpointed Philly row waited 0.83× `kueue-like`'s; at 2 it waits 0.69× (docs/simulation.md has the sweep)."""
     defragment_for_owed_gangs: bool = False
     """An admin's policy: a gang its own nominal quota holds, kept out only by fragmentation (enough GPUs free, scattered),
     moves small checkpointing jobs off the cheapest partly used nodes when that pays (core.defragmentation), as Run:ai

@@ -74,12 +74,30 @@ def a_full_queue(checkpoint_s, ran_s, pending_pods=1):
     [
         pytest.param(1800, 10 * 3600, [1], id="a checkpointed job that ran ten hours makes room for a fresh job"),
         pytest.param(None, 10 * 3600, [], id="the same job without checkpoints is never a victim of attained service"),
-        pytest.param(1800, 1200, [], id="a job on the same service level is not preempted"),
+        pytest.param(1800, 600, [], id="a job on the same service level is not preempted"),
         pytest.param(1800, 3600 + 1700, [], id="just before its next checkpoint the loss is too large to pay"),
     ],
 )
 def test_preemption_for_attained_service_runs_only_when_it_pays(checkpoint_s, ran_s, admitted):
     result = run_admission_cycle(a_full_queue(checkpoint_s, ran_s))
+    assert admitted_ids(result) == admitted
+
+
+@pytest.mark.parametrize(
+    "ran_s, admitted",
+    [
+        pytest.param(90 * 60, [], id="a one-GPU job 90 minutes into its run is not yet a victim of a fresh job"),
+        pytest.param(3 * 3600, [1], id="after three hours, just checkpointed, it makes room for one"),
+    ],
+)
+def test_the_default_first_level_is_two_gpu_hours(ran_s, admitted):
+    """At one GPU-hour the one-GPU jobs that are most of Philly were stopped for their queue's newcomers after
+    an hour, and the checkpointed replay waited longer (docs/simulation.md, the stop-24 sweep)."""
+    nodes = rack_fleet(racks=1, nodes=1, gpus=1)
+    running = a_gang(1, 1).id(10).checkpointing(1800).running_on("b0r0n0", since=NOW - ran_s)
+    pending = a_gang(1, 1).id(1).submitted(NOW - 10)
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 1, cohort=None)], admitted=[running], pending=[pending],
+                                          now=NOW, config=SchedulerConfig()))
     assert admitted_ids(result) == admitted
 
 

@@ -175,8 +175,8 @@ def brute_force_starts(snap, horizon_s):
 jobs_of_two_queues = st.lists(
     st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 4), st.sampled_from([4, 8]), st.sampled_from([0, 10]),
               st.sampled_from([-9000.0, -2000.0, -100.0]), st.sampled_from([600, 3000, 7200]),
-              # GPU-seconds of earlier runs: service levels 0, 1 and 2 under the default levels (1 and 16 GPU-hours).
-              st.sampled_from([0.0, 0.0, 7200.0, 100_000.0])),
+              # GPU-seconds of earlier runs: service levels 0, 1 and 2 under the default levels (2 and 32 GPU-hours).
+              st.sampled_from([0.0, 0.0, 7200.0, 200_000.0])),
     min_size=1, max_size=12,
     # At most two jobs per (queue, shape): the forecast passes two of each at first, so it runs full cycles.
     unique_by=lambda job: job[:4],
