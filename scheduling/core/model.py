@@ -244,10 +244,10 @@ class SchedulerConfig:
     defragment_for_owed_gangs: bool = False
     """An admin's policy: a gang its own nominal quota holds, kept out only by fragmentation (enough GPUs free, scattered),
     moves small checkpointing jobs off the cheapest partly used nodes when that pays (core.defragmentation), as Run:ai
-    consolidates. Off by default: on the policy suite it shortened four of the five checkpointed rows' waits (cluster07's
-    p99 by a quarter) but lengthened the synthetic row's and took its lost GPU-hours over 2 %, and in the gaming scenario
-    it sped up the honest runs more than the gamed ones, so squatting there cost the others ×1.053 their honest wait
-    (docs/simulation.md, docs/gaming.md)."""
+    consolidates. Off by default: on the policy suite it brings Philly's team e13805 under its isolated wait (0.99×) but
+    lengthens cluster02's checkpointed waits by a third and loses 2.3 % of the synthetic row's GPU-hours, and in the
+    gaming scenario it sped up the honest runs more than the gamed ones, so squatting there cost the others ×1.053 their
+    honest wait (docs/simulation.md, docs/gaming.md)."""
     preempt_only_when_it_pays: bool = True
     """A plan runs only when its displacement cost is below the gang's gain (core.payoff)."""
     payoff_margin: float = 3.0
