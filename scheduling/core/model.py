@@ -240,7 +240,7 @@ class SchedulerConfig:
     go first, and a running job a whole level above a blocked job of its queue may be preempted for
     it (if that pays). Empty: plain priority + FIFO, no such preemption. The first level at 2 GPU-hours, not 1,
     since stop 24: at 1 the one-GPU jobs that dominate Philly were stopped after an hour for newcomers, and the
-    checkpointed Philly row waited 0.83× `kueue-like`'s; at 2 it waits 0.69× (docs/simulation.md has the sweep)."""
+    checkpointed Philly row waited 0.83× `kueue-like`'s; at 2 it waits 0.68× (docs/simulation.md has the sweep)."""
     defragment_for_owed_gangs: bool = False
     """An admin's policy: a gang its own nominal quota holds, kept out only by fragmentation (enough GPUs free, scattered),
     moves small checkpointing jobs off the cheapest partly used nodes when that pays (core.defragmentation), as Run:ai
