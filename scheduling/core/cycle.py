@@ -137,15 +137,15 @@ class _Cycle:
         goes back into the heap instead of being served out of turn."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
-        levels = self.config.service_levels_gpu_h
+        levels, last = self.config.service_levels_gpu_h, self.config.uncheckpointed_borrowers_last
         if self.config.fair_share_per_team:
             accounts = FairShareAccounts(queues, usage)
 
             def key_of(name: str, head: Job) -> tuple:
-                return account_order_key(queues[name], accounts, self.ledger, head, levels)
+                return account_order_key(queues[name], accounts, self.ledger, head, levels, last)
         else:
             def key_of(name: str, head: Job) -> tuple:
-                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels)
+                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels, last)
 
         heap = [(key_of(name, self.by_queue[name][0]), name) for name in self.by_queue if name in queues]
         heapq.heapify(heap)
@@ -342,7 +342,7 @@ class _Cycle:
         and that only fragmentation keeps out: enough GPUs of its kind are free, scattered over partly used nodes."""
         fleet = self.fleet
         classes = fleet.tolerated_classes(job)
-        if self.ledger.check(job).is_borrowing or fleet.free_gpus_in(fleet.domain_by_key[FLEET], classes) < job.gpus:
+        if self.ledger.would_borrow(job) or fleet.free_gpus_in(fleet.domain_by_key[FLEET], classes) < job.gpus:
             return None
         movable = [j for j in self.holding.values() if is_movable(j, fleet)]
         if not movable:

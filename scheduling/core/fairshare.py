@@ -2,7 +2,8 @@
 
 Across queues the cycle serves the queue with the lowest key
 
-    (weighted dominant share, decayed historical usage / entitlement, head job's priority and submit time)
+    (head borrows without checkpoints, weighted dominant share, decayed historical usage / entitlement,
+     head job's priority and submit time)
 
 where, as in Kueue's fair sharing,
 
@@ -11,15 +12,20 @@ where, as in Kueue's fair sharing,
     pool_f         = GPUs of f the queue's cohort can lend (the sum of its members' lendable parts)
 
 so a queue within its quota (share 0) goes before any borrower, and among borrowers the lightest
-goes first. Ties, which are the rule when nobody borrows, are broken first by usage history: GPU-seconds
-used, decayed with a half-life (Slurm's PriorityDecayHalfLife, default 7 days), divided by the
-queue's entitlement — its weight × its nominal GPUs, as Slurm normalises usage by shares — so a team
-that held the fleet last week waits behind one that did not, and a big team is not ranked behind a
-small one merely for using the quota it owns; then by the
-queues' head jobs (higher priority, then less attained service, then earlier submission), so equal
-queues interleave FIFO. Within a queue: higher priority first, then the lower attained-service level
-(core.attained; a job preempted after a long run goes behind the fresh ones), then earlier
-submission, then the lower job id.
+goes first. Before all of it (`SchedulerConfig.uncheckpointed_borrowers_last`): a queue whose head job would
+borrow and does not checkpoint goes after every other. Lent GPUs are the lender's to take back, and taking
+them from a job without checkpoints throws its whole run away, so the value rule (core.payoff) seldom
+does: the cohort lends first to jobs that can give the GPUs back cheaply, as Run:ai keeps over-quota
+capacity for preemptible work. Jobs that checkpoint, and jobs within their quota, keep their order; when
+no job checkpoints this is Kueue's own rule (entries within nominal quota before borrowing ones).
+Ties, which are the rule when nobody borrows, are broken first by usage history: GPU-seconds used, decayed
+with a half-life (Slurm's PriorityDecayHalfLife, default 7 days), divided by the queue's entitlement — its
+weight × its nominal GPUs, as Slurm normalises usage by shares — so a team that held the fleet last week
+waits behind one that did not, and a big team is not ranked behind a small one merely for using the quota it
+owns; then by the queues' head jobs (higher priority, then less attained service, then earlier submission),
+so equal queues interleave FIFO. Within a queue: higher priority first, then the lower attained-service
+level (core.attained; a job preempted after a long run goes behind the fresh ones), then earlier submission,
+then the lower job id.
 """
 
 from __future__ import annotations
@@ -67,16 +73,28 @@ def entitlement(queue: Queue) -> float:
 
 
 def queue_order_key(
-    queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = ()
+    queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = (),
+    uncheckpointed_borrowers_last: bool = False,
 ) -> tuple:
-    """Lowest first: share, then faded history per entitlement, then the head job's priority, service level and age."""
-    return order_key(dominant_share(queue, ledger), historical_usage / entitlement(queue), queue.name, head, levels_gpu_h)
+    """Lowest first: share, then faded history per entitlement, then the head job's priority, service level and age
+    (after every other queue when its head borrows without checkpoints and the flag says so)."""
+    last = uncheckpointed_borrowers_last and borrows_without_checkpoints(head, ledger)
+    return order_key(dominant_share(queue, ledger), historical_usage / entitlement(queue), queue.name, head, levels_gpu_h,
+                     last=last)
 
 
-def order_key(share: float, weighted_history: float, queue_name: str, head: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:
+def borrows_without_checkpoints(job: Job, ledger: QuotaLedger) -> bool:
+    """Admitting the job would borrow, and taking the GPUs back would lose its whole run."""
+    return not job.checkpoint_interval_s and ledger.would_borrow(job)
+
+
+def order_key(share: float, weighted_history: float, queue_name: str, head: Job, levels_gpu_h: tuple[float, ...] = (),
+              *, last: bool = False) -> tuple:
     """The order across queues, whoever holds the account (a queue, or a team: core.accounts); equal accounts go
-    by their head jobs, as job_order_key orders jobs (the queue's name last, where the id would be)."""
-    return (share, weighted_history, -head.priority, job_service_level(head, levels_gpu_h), head.submitted_at, queue_name)
+    by their head jobs, as job_order_key orders jobs (the queue's name last, where the id would be). `last`: after
+    every queue that is not."""
+    return (last, share, weighted_history, -head.priority, job_service_level(head, levels_gpu_h), head.submitted_at,
+            queue_name)
 
 
 def job_order_key(job: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:

@@ -148,6 +148,12 @@ class QuotaLedger:
             limit=limit,
         )
 
+    def would_borrow(self, job: Job) -> bool:
+        """Admitting the job would take its queue above its nominal quota of the job's flavor."""
+        queue = self.queues.get(job.queue)
+        quota = queue.quotas.get(job.flavor) if queue else None
+        return quota is not None and self.usage(job.queue, job.flavor) + job.gpus > quota.nominal
+
     def fits(self, job: Job) -> bool:
         """`check(job).fits` without the figures a message needs: the preemption planner asks it after every victim
         it takes."""

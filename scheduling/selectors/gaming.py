@@ -30,9 +30,12 @@ RULES = {
                     "GPU-hours it held count in fair share, so holding a place costs the team its share.",
     "priority": "Researchers choose admin-set priority classes only; each class lists the teams that may use it and "
                 "caps the GPUs a team runs at it. Jobs over the cap wait (reason priority_class).",
-    "borrowed_uncheckpointed": "Borrowed GPUs are reclaimable by their owner at the borrowing job's displacement cost; a job "
-                               "on borrowed quota without checkpoints loses its whole run when reclaimed, and is marked "
-                               "at risk on its page (an admin may have such jobs reclaimed unweighed after a while: "
+    "borrowed_uncheckpointed": "Lent GPUs go first to jobs that checkpoint or stay within their quota: by default "
+                               "(uncheckpointed_borrowers_last) a queue whose next job would borrow without checkpoints "
+                               "is served after every other. Borrowed GPUs are "
+                               "reclaimable by their owner at the borrowing job's displacement cost; a job on borrowed "
+                               "quota without checkpoints loses its whole run when reclaimed, and is marked at risk on its "
+                               "page (an admin may have such jobs reclaimed unweighed after a while: "
                                "reclaim_at_cost_after_s).",
     "queues": "A team's queues share one fair-share account: its usage and share are summed over its queues, so more "
               "queues do not add weight.",

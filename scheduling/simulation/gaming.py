@@ -174,12 +174,13 @@ ADMIN_POLICIES = {"suspend_idle_jobs": True, "reclaim_at_cost_after_s": 7200.0}
 
 def undefended_policy() -> Policy:
     """The default policy with the gaming defences off: no idle flags, per-queue accounts, squatting weighed like any
-    reclaim, no class caps (run_strategy drops them)."""
+    reclaim and lent to like any borrowing, no class caps (run_strategy drops them)."""
     gangway = POLICIES["gangway"]
     return replace(gangway, name="undefended", config=replace(gangway.config, **UNDEFENDED))
 
 
-UNDEFENDED = {"idle_grace_s": math.inf, "fair_share_per_team": False, "reclaim_at_cost_after_s": None}
+UNDEFENDED = {"idle_grace_s": math.inf, "fair_share_per_team": False, "reclaim_at_cost_after_s": None,
+              "uncheckpointed_borrowers_last": False}
 
 
 # --- measuring -------------------------------------------------------------------------------------------------

@@ -125,7 +125,8 @@ POLICIES: dict[str, Policy] = {
     ),
     "kueue-like": Policy(
         "kueue-like",
-        config=SchedulerConfig(topology_aware=False, preemption_enabled=False, starvation_after_s=None),
+        config=SchedulerConfig(topology_aware=False, preemption_enabled=False, starvation_after_s=None,
+                               uncheckpointed_borrowers_last=False),
         description="one cohort with borrowing, best-effort FIFO, first-fit placement, no preemption",
     ),
     "gangway": Policy(

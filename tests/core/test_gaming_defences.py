@@ -146,10 +146,11 @@ def admitted_teams(queues, pending, usage, config=EXECUTES, gpus: int = 16):
 def test_more_queues_are_not_more_weight():
     """Team t cut its 32 GPUs of quota into four queues of 8 and puts a 16-GPU job in each; u has 32 in one queue and
     three 16-GPU jobs. Per queue, each of t's jobs borrows only 8 and its queue still looks light, so t takes the
-    whole fleet; as one account, t's first job makes the team a borrower and u's jobs go next."""
+    whole fleet; as one account, t's first job makes the team a borrower and u's jobs go next. (Every job checkpoints,
+    so borrowing without checkpoints does not decide the order.)"""
     queues = [queue(f"t-{k}", 8, team="t") for k in range(4)] + [queue("u", 32)]
-    pending = [a_gang(2, 8).in_queue(f"t-{k}", team="t").submitted(1.0) for k in range(4)]
-    pending += [a_gang(2, 8).in_queue("u").submitted(2.0 + k) for k in range(3)]
+    pending = [a_gang(2, 8).in_queue(f"t-{k}", team="t").checkpointing(1800).submitted(1.0) for k in range(4)]
+    pending += [a_gang(2, 8).in_queue("u").checkpointing(1800).submitted(2.0 + k) for k in range(3)]
     assert admitted_teams(queues, pending, {}, gpus=48) == ["t", "u", "u"]
     per_queue = replace(EXECUTES, fair_share_per_team=False)
     assert admitted_teams(queues, pending, {}, config=per_queue, gpus=48) == ["t", "t", "t"]
@@ -207,6 +208,38 @@ def test_a_squatter_cannot_shield_borrowed_quota_with_a_long_uncheckpointed_run(
     assert victims([queue("owner", 8), queue("a", 8)], running, pending, nodes=2, config=config) == expected
 
 
+LENT_LAST_OFF = replace(EXECUTES, uncheckpointed_borrowers_last=False)
+
+
+@pytest.mark.parametrize("first, second, config, admitted", [
+    pytest.param((8, None), (8, 1800), EXECUTES, "b", id="a borrower without checkpoints goes after a later one that checkpoints"),
+    pytest.param((8, None), (8, None), EXECUTES, "a", id="two borrowers without checkpoints keep their order"),
+    pytest.param((8, 1800), (8, None), EXECUTES, "a", id="a checkpointing borrower keeps its place"),
+    pytest.param((4, None), (8, 1800), EXECUTES, "a", id="a job within its quota keeps its place without checkpoints"),
+    pytest.param((8, None), (8, 1800), LENT_LAST_OFF, "a", id="with the rule off, fair share and age alone"),
+])
+def test_lent_gpus_go_first_to_jobs_that_can_give_them_back_cheaply(first, second, config, admitted):
+    """Queues a and b own 4 GPUs each of one 8-GPU node; a's job came first. Only one of the two jobs fits."""
+    (first_gpus, first_checkpoint), (second_gpus, second_checkpoint) = first, second
+    pending = [a_gang(1, first_gpus).in_queue("a").checkpointing(first_checkpoint).submitted(1.0),
+               a_gang(1, second_gpus).in_queue("b").checkpointing(second_checkpoint).submitted(2.0)]
+    assert admitted_teams([queue("a", 4), queue("b", 4)], pending, {}, config=config, gpus=8) == [admitted]
+
+
+def test_the_explanation_says_why_lent_gpus_went_to_another_queue_first():
+    from scheduling.core.explain import explain_pending
+
+    squatter = a_gang(1, 8).id(1).in_queue("a").checkpointing(None).submitted(1.0)
+    checkpointing = a_gang(1, 8).id(2).in_queue("b").checkpointing(1800).submitted(2.0)
+    snap = snapshot(rack_fleet(racks=1, nodes=1), [queue("a", 4), queue("b", 4)], pending=[squatter, checkpointing],
+                    now=NOW, config=EXECUTES)
+    explanations = explain_pending(snap, run_admission_cycle(snap))
+    assert "would borrow without checkpoints, so lent GPUs go first" in explanations.by_job[1].summary
+    nothing_lent = replace(snap, pending=(squatter.build(),))  # the node is free, the cohort lends, it starts
+    held = replace(nothing_lent, admitted=(a_gang(1, 8).in_queue("b").running_on("b0r0n0", since=NOW - 60).build(),))
+    assert "lent GPUs go first" not in explain_pending(held, run_admission_cycle(held)).by_job[1].summary
+
+
 @pytest.mark.parametrize("is_borrowing, checkpoint_s, running_s, at_risk", [
     pytest.param(True, None, 7200, True, id="borrowing, no checkpoints, two hours: at risk"),
     pytest.param(True, 600, 7200, False, id="checkpointing: not at risk"),
@@ -227,3 +260,11 @@ def test_the_fleet_page_names_the_defences_in_force(config, key, starts):
     from scheduling.core.policy import policy_in_force
 
     assert policy_in_force(config)[key].startswith(starts)
+
+
+def test_the_fleet_page_says_lent_gpus_go_first_to_jobs_that_can_give_them_back_cheaply():
+    from scheduling.core.policy import policy_in_force
+
+    rule = "a queue whose next job would borrow without checkpoints goes after all others"
+    assert rule in policy_in_force(SchedulerConfig())["fair_share"]
+    assert rule not in policy_in_force(SchedulerConfig(uncheckpointed_borrowers_last=False))["fair_share"]

@@ -64,7 +64,8 @@ def test_live_reconcile_and_simulator_admit_the_same_gangs(policy):
     scenario_quotas = {team: {FLAVOR: gpus} for team, gpus in QUOTAS.items()}
     engine_queues = policy.queues(scenario_quotas)
     with override_settings(GANGWAY_SCHEDULER={"topology_aware": policy.config.topology_aware,
-                                              "preemption_enabled": policy.config.preemption_enabled}):
+                                              "preemption_enabled": policy.config.preemption_enabled,
+                                              "uncheckpointed_borrowers_last": policy.config.uncheckpointed_borrowers_last}):
         _load_fleet_and_queues(policy, engine_queues)
         admin = make_user("parity-admin", is_admin=True)
         jobs = [

@@ -12,7 +12,7 @@ from scheduling.selectors import gaming_signals
 from scheduling.services import reconcile_pass_run, job_cancel, priority_class_create, usage_collect
 from scheduling.snapshots import snapshot_build
 from scheduling.cluster.registry import get_cluster
-from tests.services.test_reconcile import T0, submit
+from tests.services.test_reconcile import T0, state, submit
 from tests.usage.test_usage_store import fixed_util
 
 
@@ -93,12 +93,14 @@ def test_admins_see_the_hoard_as_first_victim_on_the_team_page_and_in_the_signal
 def test_signals_count_splitting_placeholders_priority_classes_and_borrowed_uncheckpointed_hours(org, browser_as):
     priority_class_create(actor=org["admin"], name="normal", value=0, is_default=True)
     priority_class_create(actor=org["admin"], name="high", value=10, max_gpus_per_team=16)
-    for k in range(3):  # one 24-GPU job split into three node-sized ones, seconds apart
-        submit(org, count=1, name=f"piece-{k}", at=T0 + k, priority_class="high" if k == 0 else None)
-    submit(org, count=1, name="later", at=T0 + 600)
-    placeholder = submit(org, user="language-researcher", queue="language-main", count=1, name="placeholder", at=T0)
+    placeholder = submit(org, user="language-researcher", queue="language-main", count=1, name="placeholder", at=T0,
+                         limit_s=36000)
     squatter = submit(org, user="language-researcher", queue="language-main", count=5, name="squatter", at=T0 + 1,
                       checkpoint_interval_s=None, limit_s=36000)
+    reconcile_pass_run(now=T0 + 2)  # before vision asks (after, vision's jobs would go first: lent GPUs go first to them)
+    for k in range(3):  # one 24-GPU job split into three node-sized ones, seconds apart
+        submit(org, count=1, name=f"piece-{k}", at=T0 + 3 + k, priority_class="high" if k == 0 else None)
+    submit(org, count=1, name="later", at=T0 + 600)
     reconcile_pass_run(now=T0 + 700)
     reconcile_pass_run(now=T0 + 701)
     job_cancel(user=org["language-researcher"], job_id=placeholder.pk)
@@ -148,3 +150,19 @@ def test_a_job_waiting_for_the_hoard_reads_whose_idle_gpus_it_takes_and_the_admi
     assert f"plan #{plan.pk}</a> for job <a href=\"/jobs/{reclaimer.pk}/\">#{reclaimer.pk}</a> takes it once an admin approves" in idle_flag
     listed = next(p for p in client_as("admin").get("/api/v1/preemptions/").json()["results"] if p["id"] == plan.pk)
     assert [(v["job"], v["idle_since"] is not None) for v in listed["victims"]] == [(hoard.pk, True)]
+
+
+def test_a_job_that_would_borrow_without_checkpoints_gets_lent_gpus_after_one_that_checkpoints_and_says_why(
+        org, client_as):
+    """Each team runs 24 of its 32 GPUs; 16 are free. language's 16-GPU job without checkpoints came first, vision's
+    checkpointing one later; each would borrow 8. The cohort lends to vision's: it can give them back cheaply."""
+    submit(org, count=3, name="vision-busy", limit_s=7200)
+    submit(org, user="language-researcher", queue="language-main", count=3, name="language-busy", limit_s=7200)
+    reconcile_pass_run(now=T0 + 1)
+    squatter = submit(org, user="language-researcher", queue="language-main", count=2, name="squatter", at=T0 + 2,
+                      checkpoint_interval_s=None, limit_s=36000)
+    checkpointing = submit(org, count=2, name="vision-borrows", at=T0 + 3, limit_s=7200)
+    reconcile_pass_run(now=T0 + 4)
+    assert (state(squatter), state(checkpointing)) == (JobState.PENDING, JobState.ADMITTED)
+    summary = client_as("language-researcher").get(f"/api/v1/jobs/{squatter.pk}/").json()["explanation"]["summary"]
+    assert "would borrow without checkpoints, so lent GPUs go first to jobs that checkpoint" in summary

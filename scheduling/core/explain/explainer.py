@@ -15,10 +15,10 @@ from scheduling.core.explain.diagnosis import Diagnosis
 from scheduling.core.explain.facts import Explanation, Level
 from scheduling.core.explain.fixes import MAX_PREEMPTION_PLANS, Fixes
 from scheduling.core.explain import messages
-from scheduling.core.fairshare import sort_queue
+from scheduling.core.fairshare import borrows_without_checkpoints, sort_queue
 from scheduling.core.model import CycleResult, Job, JobState, Pending, PendingReason, PlannedPreemption, PreemptionPlan, Snapshot
 from scheduling.core.placement import FleetState
-from scheduling.core.quota import QuotaLedger
+from scheduling.core.quota import QuotaLedger, cohort_of
 
 def holding_after(snapshot: Snapshot, result: CycleResult) -> dict[int, Job]:
     """Jobs holding GPUs once the cycle's decisions apply: minus evicted and preempted, plus admitted."""
@@ -165,6 +165,40 @@ def _note_attained_service(queued: list[Job], by_job: dict, levels: tuple[float,
         ahead_by_level[level] = ahead_by_level.get(level, 0) + 1
 
 
+def _note_lent_last(queued: list[Job], by_job: dict, verdicts: dict, ledger: QuotaLedger,
+                    lent_to: dict[str, set[str]]) -> None:
+    """Jobs kept out by quota or fit that would borrow without checkpoints go after every other queue's next job
+    (SchedulerConfig.uncheckpointed_borrowers_last): say so where the cycle lent GPUs to another queue of the job's
+    cohort (`lent_to`: cohort → the queues it lent to), once per shared explanation."""
+    queue = ledger.queues.get(queued[0].queue)
+    if queue is None or not lent_to.get(cohort_of(queue), set()) - {queue.name}:
+        return
+    noted: dict[int, tuple[Explanation, Explanation]] = {}  # id of the shared one → (it, kept alive; it noted)
+    for job in queued:
+        if not borrows_without_checkpoints(job, ledger) or verdicts[job.id][0] not in _LENDING:
+            continue
+        shared = by_job[job.id]
+        pair = noted.get(id(shared))
+        if pair is None:
+            pair = noted[id(shared)] = (shared, replace(shared, summary=f"{shared.summary}; {messages.lent_last()}"))
+        by_job[job.id] = pair[1]
+
+
+def _lent_to(snapshot: Snapshot, result: CycleResult) -> dict[str, set[str]]:
+    """Per cohort, the queues whose jobs the cycle admitted on borrowed quota."""
+    borrowing = {admission.job_id for admission in result.admissions if admission.is_borrowing}
+    lent: dict[str, set[str]] = {}
+    if borrowing:
+        for job in snapshot.pending:
+            if job.id in borrowing and job.queue in snapshot.queues:
+                lent.setdefault(cohort_of(snapshot.queues[job.queue]), set()).add(job.queue)
+    return lent
+
+
+_LENDING = (PendingReason.QUOTA, PendingReason.FIT)
+"""The verdicts lent GPUs would lift."""
+
+
 def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassExplanations:
     """Explain every job the cycle left pending, once per distinct shape, against the state after the cycle.
 
@@ -200,6 +234,10 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
     if levels:
         for queued in by_queue.values():
             _note_attained_service(queued, by_job, levels)
+    lent_to = _lent_to(snapshot, result) if snapshot.config.uncheckpointed_borrowers_last else {}
+    if lent_to:
+        for queued in by_queue.values():
+            _note_lent_last(queued, by_job, verdicts, explainer.diagnosis.ledger, lent_to)
     out.shapes = len(explainer._cache)
     return out
 

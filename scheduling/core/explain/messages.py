@@ -135,6 +135,12 @@ def attained_service(job: Job, level: int, fresher: int) -> str:
             f"waits behind {count(fresher, 'job')} of its queue with less attained service")
 
 
+def lent_last() -> str:
+    """Why a job that would borrow without checkpoints gets lent GPUs after others (SchedulerConfig.uncheckpointed_borrowers_last)."""
+    return ("would borrow without checkpoints, so lent GPUs go first to jobs that checkpoint or stay within their quota "
+            "(taking them back from this job would lose its whole run); a checkpoint interval puts it back in line")
+
+
 def count(n: int, noun: str) -> str:
     """`1 job`, `3 jobs`; `1 free GPU`, `2 free GPUs` (the last word takes the plural)."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
