@@ -16,13 +16,14 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         ("one account per team (its queues summed): " if config.fair_share_per_team else "per queue: ")
         + "lowest dominant share of borrowed GPUs first; at equal shares, less usage (decayed with a half-life of "
         f"{config.usage_half_life_s / 86400:g} days) per weight × nominal GPUs"
-        + ("; a queue whose next job would borrow without checkpoints goes after all others (lent GPUs go first to "
-           "jobs that can give them back cheaply)" if config.uncheckpointed_borrowers_last else "")
     )
     idle = (f"a job below the idle threshold for {config.idle_grace_s:g} s is the first victim of any blocked job of its "
             "cohort, unweighed" + ("; suspended while its cohort waits" if config.suspend_idle_jobs else ""))
-    squatting = (f"a job on borrowed quota without checkpoints for {config.reclaim_at_cost_after_s:g} s is reclaimed at its "
-                 "displacement cost, unweighed" if config.reclaim_at_cost_after_s is not None else "off")
+    lent_last = ("a queue whose next job would borrow without checkpoints goes after all others: lent GPUs go first to jobs "
+                 "that can give them back cheaply" if config.uncheckpointed_borrowers_last else "")
+    reclaim = (f"a job on borrowed quota without checkpoints for {config.reclaim_at_cost_after_s:g} s is reclaimed at its "
+               "displacement cost, unweighed" if config.reclaim_at_cost_after_s is not None else "")
+    squatting = "; ".join(rule for rule in (lent_last, reclaim) if rule) or "off"
     placement = (
         "a gang in the smallest rack or block that holds it, breaking the fewest whole nodes; a single pod on "
         "the best-fitting node of the whole fleet"

@@ -254,7 +254,10 @@ def test_at_risk_marking(is_borrowing, checkpoint_s, running_s, at_risk):
     pytest.param(SchedulerConfig(), "fair_share", "one account per team", id="accounts are per team by default"),
     pytest.param(SchedulerConfig(fair_share_per_team=False), "fair_share", "per queue", id="or per queue"),
     pytest.param(SchedulerConfig(), "idle_allocations", "a job below the idle threshold for 600 s", id="the idle rule"),
-    pytest.param(SchedulerConfig(reclaim_at_cost_after_s=None), "borrowed_without_checkpoints", "off", id="squatting rule off"),
+    pytest.param(SchedulerConfig(reclaim_at_cost_after_s=None, uncheckpointed_borrowers_last=False),
+                 "borrowed_without_checkpoints", "off", id="squatting rules off"),
+    pytest.param(SchedulerConfig(reclaim_at_cost_after_s=7200.0, uncheckpointed_borrowers_last=False),
+                 "borrowed_without_checkpoints", "a job on borrowed quota without checkpoints for 7200 s", id="reclaim at cost"),
 ])
 def test_the_fleet_page_names_the_defences_in_force(config, key, starts):
     from scheduling.core.policy import policy_in_force
@@ -266,5 +269,5 @@ def test_the_fleet_page_says_lent_gpus_go_first_to_jobs_that_can_give_them_back_
     from scheduling.core.policy import policy_in_force
 
     rule = "a queue whose next job would borrow without checkpoints goes after all others"
-    assert rule in policy_in_force(SchedulerConfig())["fair_share"]
-    assert rule not in policy_in_force(SchedulerConfig(uncheckpointed_borrowers_last=False))["fair_share"]
+    assert policy_in_force(SchedulerConfig())["borrowed_without_checkpoints"].startswith(rule)
+    assert rule not in policy_in_force(SchedulerConfig(uncheckpointed_borrowers_last=False))["borrowed_without_checkpoints"]
