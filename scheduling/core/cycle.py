@@ -137,15 +137,17 @@ class _Cycle:
         goes back into the heap instead of being served out of turn."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
-        levels, last = self.config.service_levels_gpu_h, self.config.uncheckpointed_borrowers_last
+        levels = self.config.service_levels_gpu_h
+        contested = self.cohorts_where_checkpointing_jobs_wait() if self.config.uncheckpointed_borrowers_last else set()
+        last = {name: cohort_of(queue) in contested for name, queue in queues.items()}
         if self.config.fair_share_per_team:
             accounts = FairShareAccounts(queues, usage)
 
             def key_of(name: str, head: Job) -> tuple:
-                return account_order_key(queues[name], accounts, self.ledger, head, levels, last)
+                return account_order_key(queues[name], accounts, self.ledger, head, levels, last[name])
         else:
             def key_of(name: str, head: Job) -> tuple:
-                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels, last)
+                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels, last[name])
 
         heap = [(key_of(name, self.by_queue[name][0]), name) for name in self.by_queue if name in queues]
         heapq.heapify(heap)
@@ -166,6 +168,13 @@ class _Cycle:
             yield name
             if self.last_admitted and self.cursor[name] < len(jobs):
                 heapq.heappush(heap, (key_of(name, jobs[self.cursor[name]]), name))
+
+    def cohorts_where_checkpointing_jobs_wait(self) -> set[str]:
+        """Where lent GPUs could go to a job that gives them back cheaply, so borrowers without checkpoints go last
+        (SchedulerConfig.uncheckpointed_borrowers_last); where none waits there is nobody to prefer."""
+        queues = self.snapshot.queues
+        return {cohort_of(queues[name]) for name, jobs in self.by_queue.items()
+                if name in queues and any(job.checkpoint_interval_s for job in jobs)}
 
     def serve(self, queue_name: str) -> None:
         """Walk the queue from its cursor until one job is admitted or the queue is done."""

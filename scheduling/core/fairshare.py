@@ -12,12 +12,13 @@ where, as in Kueue's fair sharing,
     pool_f         = GPUs of f the queue's cohort can lend (the sum of its members' lendable parts)
 
 so a queue within its quota (share 0) goes before any borrower, and among borrowers the lightest
-goes first. Before all of it (`SchedulerConfig.uncheckpointed_borrowers_last`): a queue whose head job would
-borrow and does not checkpoint goes after every other. Lent GPUs are the lender's to take back, and taking
-them from a job without checkpoints throws its whole run away, so the value rule (core.payoff) seldom
-does: the cohort lends first to jobs that can give the GPUs back cheaply, as Run:ai keeps over-quota
-capacity for preemptible work. Jobs that checkpoint, and jobs within their quota, keep their order; when
-no job checkpoints this is Kueue's own rule (entries within nominal quota before borrowing ones).
+goes first. Before all of it (`SchedulerConfig.uncheckpointed_borrowers_last`), while a job that checkpoints
+waits in the cohort: a queue whose head job would borrow and does not checkpoint goes after every other. Lent
+GPUs are the lender's to take back, and taking them from a job without checkpoints throws its whole run
+away, so the value rule (core.payoff) seldom does: the cohort lends first to jobs that can give the GPUs back
+cheaply, as Run:ai keeps over-quota capacity for preemptible work. Where no waiting job checkpoints there is
+nobody to prefer, and the order is fair share alone: putting every borrower after every job within its
+quota there (Kueue's entry order) lengthened cluster07's waits by 3-8 % on three traces (docs/simulation.md).
 Ties, which are the rule when nobody borrows, are broken first by usage history: GPU-seconds used, decayed
 with a half-life (Slurm's PriorityDecayHalfLife, default 7 days), divided by the queue's entitlement — its
 weight × its nominal GPUs, as Slurm normalises usage by shares — so a team that held the fleet last week

@@ -262,11 +262,11 @@ class SchedulerConfig:
     """One fair-share account per team (core.accounts): a team's queues rank by its summed share and usage, so more
     queues are not more weight. False: every queue its own account (Kueue's per-ClusterQueue fair sharing)."""
     uncheckpointed_borrowers_last: bool = True
-    """Across queues, one whose next job would borrow without checkpoints goes after every other (core.fairshare): lent
-    GPUs go first to jobs that can give them back cheaply. In the gaming scenario it takes squatting from a gain to a
-    loss (the squatter's GPU-hours ×1.03 → ×0.86 its honest run's, the others' wait ×1.035 → ×0.90); on the policy
-    suite only the rows without checkpoints can move: three waited less, Philly's the same, cluster07's mean 2.6 %
-    longer with a shorter p99 (docs/simulation.md). False: the order of fair share alone, as `kueue-like` keeps it."""
+    """While a job that checkpoints waits in the cohort, a queue whose next job would borrow without checkpoints goes
+    after every other (core.fairshare): lent GPUs go first to jobs that can give them back cheaply. In the gaming
+    scenario it takes squatting from a gain to a loss (docs/gaming.md); no row of the policy suite changes (each has
+    every job checkpointing or none). Acting where nothing checkpoints too (Kueue's entry order) lengthened cluster07's
+    waits by 3-8 % on three traces (docs/simulation.md). False: the order of fair share alone, as `kueue-like` keeps it."""
     idle_grace_s: float = 600.0
     """A job below the idle threshold this long is flagged idle (core.idle): the first victim of any blocked job
     of its cohort, taken before any other and not weighed, since it loses no work."""

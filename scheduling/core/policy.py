@@ -19,8 +19,9 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
     )
     idle = (f"a job below the idle threshold for {config.idle_grace_s:g} s is the first victim of any blocked job of its "
             "cohort, unweighed" + ("; suspended while its cohort waits" if config.suspend_idle_jobs else ""))
-    lent_last = ("a queue whose next job would borrow without checkpoints goes after all others: lent GPUs go first to jobs "
-                 "that can give them back cheaply" if config.uncheckpointed_borrowers_last else "")
+    lent_last = ("a queue whose next job would borrow without checkpoints goes after all others while a job that "
+                 "checkpoints waits: lent GPUs go first to jobs that can give them back cheaply"
+                 if config.uncheckpointed_borrowers_last else "")
     reclaim = (f"a job on borrowed quota without checkpoints for {config.reclaim_at_cost_after_s:g} s is reclaimed at its "
                "displacement cost, unweighed" if config.reclaim_at_cost_after_s is not None else "")
     squatting = "; ".join(rule for rule in (lent_last, reclaim) if rule) or "off"

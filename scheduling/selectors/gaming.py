@@ -32,7 +32,7 @@ RULES = {
                 "caps the GPUs a team runs at it. Jobs over the cap wait (reason priority_class).",
     "borrowed_uncheckpointed": "Lent GPUs go first to jobs that checkpoint or stay within their quota: by default "
                                "(uncheckpointed_borrowers_last) a queue whose next job would borrow without checkpoints "
-                               "is served after every other. Borrowed GPUs are "
+                               "is served after every other while a job that checkpoints waits. Borrowed GPUs are "
                                "reclaimable by their owner at the borrowing job's displacement cost; a job on borrowed "
                                "quota without checkpoints loses its whole run when reclaimed, and is marked at risk on its "
                                "page (an admin may have such jobs reclaimed unweighed after a while: "

@@ -214,6 +214,8 @@ LENT_LAST_OFF = replace(EXECUTES, uncheckpointed_borrowers_last=False)
 @pytest.mark.parametrize("first, second, config, admitted", [
     pytest.param((8, None), (8, 1800), EXECUTES, "b", id="a borrower without checkpoints goes after a later one that checkpoints"),
     pytest.param((8, None), (8, None), EXECUTES, "a", id="two borrowers without checkpoints keep their order"),
+    pytest.param((8, None), (4, None), EXECUTES, "a",
+                 id="with no checkpointing job waiting, a borrower keeps its place before a later job within its quota"),
     pytest.param((8, 1800), (8, None), EXECUTES, "a", id="a checkpointing borrower keeps its place"),
     pytest.param((4, None), (8, 1800), EXECUTES, "a", id="a job within its quota keeps its place without checkpoints"),
     pytest.param((8, None), (8, 1800), LENT_LAST_OFF, "a", id="with the rule off, fair share and age alone"),

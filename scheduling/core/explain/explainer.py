@@ -168,8 +168,8 @@ def _note_attained_service(queued: list[Job], by_job: dict, levels: tuple[float,
 def _note_lent_last(queued: list[Job], by_job: dict, verdicts: dict, ledger: QuotaLedger,
                     lent_to: dict[str, set[str]]) -> None:
     """Jobs kept out by quota or fit that would borrow without checkpoints go after every other queue's next job
-    (SchedulerConfig.uncheckpointed_borrowers_last): say so where the cycle lent GPUs to another queue of the job's
-    cohort (`lent_to`: cohort → the queues it lent to), once per shared explanation."""
+    (SchedulerConfig.uncheckpointed_borrowers_last): say so where the cycle lent GPUs to a checkpointing job of another
+    queue of the job's cohort (`lent_to`: cohort → those queues), once per shared explanation."""
     queue = ledger.queues.get(queued[0].queue)
     if queue is None or not lent_to.get(cohort_of(queue), set()) - {queue.name}:
         return
@@ -185,12 +185,12 @@ def _note_lent_last(queued: list[Job], by_job: dict, verdicts: dict, ledger: Quo
 
 
 def _lent_to(snapshot: Snapshot, result: CycleResult) -> dict[str, set[str]]:
-    """Per cohort, the queues whose jobs the cycle admitted on borrowed quota."""
+    """Per cohort, the queues whose checkpointing jobs the cycle admitted on borrowed quota (the ones lent to first)."""
     borrowing = {admission.job_id for admission in result.admissions if admission.is_borrowing}
     lent: dict[str, set[str]] = {}
     if borrowing:
         for job in snapshot.pending:
-            if job.id in borrowing and job.queue in snapshot.queues:
+            if job.id in borrowing and job.checkpoint_interval_s and job.queue in snapshot.queues:
                 lent.setdefault(cohort_of(snapshot.queues[job.queue]), set()).add(job.queue)
     return lent
 
