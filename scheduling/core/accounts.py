@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scheduling.core.fairshare import borrows_without_checkpoints, order_key
+from scheduling.core.fairshare import order_key
 from scheduling.core.model import Job, Queue
 from scheduling.core.quota import QuotaLedger, cohort_of
 
@@ -67,8 +67,7 @@ def account_weight(members: list[Queue]) -> float:
 
 
 def account_order_key(queue: Queue, accounts: FairShareAccounts, ledger: QuotaLedger, head: Job,
-                      levels_gpu_h: tuple[float, ...] = (), uncheckpointed_borrowers_last: bool = False) -> tuple:
+                      levels_gpu_h: tuple[float, ...] = (), *, last: bool = False) -> tuple:
     """Lowest first: the team's share, then its faded history, then the queue's head job (as fairshare.queue_order_key)."""
-    last = uncheckpointed_borrowers_last and borrows_without_checkpoints(head, ledger)
     return order_key(accounts.share(queue.team, ledger), accounts.weighted_history(queue.team), queue.name, head, levels_gpu_h,
                      last=last)

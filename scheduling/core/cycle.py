@@ -22,7 +22,7 @@ from scheduling.core.defragmentation import (
     nodes_emptied,
     plan_defragmentation,
 )
-from scheduling.core.fairshare import queue_order_key, sort_queue
+from scheduling.core.fairshare import borrows_without_checkpoints, queue_order_key, sort_queue
 from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.model import (
     FLEET,
@@ -139,15 +139,19 @@ class _Cycle:
         usage = self.snapshot.historical_usage
         levels = self.config.service_levels_gpu_h
         contested = self.cohorts_where_checkpointing_jobs_wait() if self.config.uncheckpointed_borrowers_last else set()
-        last = {name: cohort_of(queue) in contested for name, queue in queues.items()}
+        lends_last = {name: cohort_of(queue) in contested for name, queue in queues.items()}
+
+        def last(name: str, head: Job) -> bool:
+            return lends_last[name] and borrows_without_checkpoints(head, self.ledger)
+
         if self.config.fair_share_per_team:
             accounts = FairShareAccounts(queues, usage)
 
             def key_of(name: str, head: Job) -> tuple:
-                return account_order_key(queues[name], accounts, self.ledger, head, levels, last[name])
+                return account_order_key(queues[name], accounts, self.ledger, head, levels, last=last(name, head))
         else:
             def key_of(name: str, head: Job) -> tuple:
-                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels, last[name])
+                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels, last=last(name, head))
 
         heap = [(key_of(name, self.by_queue[name][0]), name) for name in self.by_queue if name in queues]
         heapq.heapify(heap)

@@ -75,11 +75,10 @@ def entitlement(queue: Queue) -> float:
 
 def queue_order_key(
     queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = (),
-    uncheckpointed_borrowers_last: bool = False,
+    *, last: bool = False,
 ) -> tuple:
     """Lowest first: share, then faded history per entitlement, then the head job's priority, service level and age
-    (after every other queue when its head borrows without checkpoints and the flag says so)."""
-    last = uncheckpointed_borrowers_last and borrows_without_checkpoints(head, ledger)
+    (`last`: after every queue that is not)."""
     return order_key(dominant_share(queue, ledger), historical_usage / entitlement(queue), queue.name, head, levels_gpu_h,
                      last=last)
 
