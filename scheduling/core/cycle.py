@@ -39,6 +39,8 @@ from scheduling.core.model import (
     Verdict,
 )
 from scheduling.core.payoff import (
+    checkpoint_wait_message,
+    checkpoint_wait_s,
     is_not_worth_planning,
     loses_whole_runs,
     natural_wait_s,
@@ -119,6 +121,7 @@ class _Cycle:
         self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
         self.preempting_queues: set[str] = set()
         self.plans_made = 0
+        self.recheck_at: float | None = None
         self.footprints: dict[int, tuple] = {}
         self.jobs_on_node: list[list[Job]] | None = None
 
@@ -325,6 +328,13 @@ class _Cycle:
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:
                 return reason, f"{message}; {unpaid}"
+            queued = self.by_queue[job.queue]
+            behind = (queued[i] for i in range(self.cursor[job.queue], len(queued)))
+            wait_s = (checkpoint_wait_s(job, victims, now, candidates, self.config.restart_overhead_s, behind)
+                      if self.config.preempt_at_checkpoints else None)
+            if wait_s is not None:
+                self.recheck_at = min(self.recheck_at or math.inf, now + wait_s)
+                return reason, f"{message}; {checkpoint_wait_message(plan, wait_s)}"
         return self.carry_out(job, planned, message, f"a preemption of {len(plan.victims)} job(s)")
 
     def carry_out(self, job: Job, planned: PlannedPreemption, message: str, what: str) -> Verdict | None:
@@ -440,6 +450,7 @@ class _Cycle:
             evictions=tuple(self.evictions),
             pending=self.pending,
             state_after=StateAfterCycle(self.fleet, self.ledger),
+            recheck_at=self.recheck_at,
         )
 
 

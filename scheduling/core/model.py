@@ -252,6 +252,11 @@ class SchedulerConfig:
     """A plan runs only when its displacement cost is below the gang's gain (core.payoff)."""
     payoff_margin: float = 3.0
     """How many times its cost a plan's gain must be: the gain is an estimate (core.payoff), the cost is not."""
+    preempt_at_checkpoints: bool = False
+    """An admin's policy: a plan that pays waits for a checkpoint when its victims' work since their last ones (each
+    at least a restart's worth) outweighs the wait until the soonest candidate's next one, for the gang and every job
+    queued behind it (core.payoff.checkpoint_wait_s). Off by default: on the policy suite it cut the GPU-hours lost
+    to preemption but moved waits both ways, team e13805's on Philly to 1.28× its isolated wait (docs/simulation.md)."""
     starvation_after_s: float | None = None
     """A job pending this long, whose size its queue's nominal quota could hold, gets a reservation
     (Volcano's sla-waiting-time): later jobs of its queue stop passing it, so the queue's own usage
@@ -424,6 +429,9 @@ class CycleResult:
     """One entry per pending job the cycle considered and left waiting."""
     state_after: StateAfterCycle | None = field(default=None, compare=False, repr=False)
     """The fleet and ledger the cycle finished with (run_admission_cycle always sets it)."""
+    recheck_at: float | None = None
+    """When the earliest plan put off until a checkpoint is due (SchedulerConfig.preempt_at_checkpoints): the replay runs
+    a cycle then; live, the reconciler's beat (GANGWAY_RECONCILE_INTERVAL_S) comes within its interval."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,10 @@ least-served jobs through (core.attained) the way Tiresias does. On the policy s
 estimate for every plan made the checkpointed rows' waits up to 1.9× longer (docs/simulation.md).
 
 Plans whose every victim has a lower priority than the gang are not weighed (`outranks_all`).
+
+A plan that pays may pay more a little later: a victim stopped at its next checkpoint loses only the restart.
+When the victims' work since their last checkpoints outweighs the gang's wait until the soonest checkpoint that
+could change the plan, the gang waits for it (`checkpoint_wait_s`), and the cycle then plans again.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from scheduling.core.idle import working_until
 from scheduling.core.model import Job, PreemptionPlan
 
 
@@ -83,6 +88,58 @@ def unpaid_preemption(
         return None
     return (f"preempting {len(plan.victims)} job(s) would lose {plan.cost_gpu_hours:.1f} GPU-hours "
             f"to spare it about {gain:.1f}: it does not pay")
+
+
+def checkpoint_wait_s(job: Job, victims: Iterable[Job], now: float, others: Iterable[Job] = (),
+                      worth_s: float = 0.0, behind: Iterable[Job] = ()) -> float | None:
+    """How long to wait for a checkpoint, when waiting loses less than stopping the victims now; None when it does
+    not, or when a victim never reaches one (no checkpoint interval, or idle: it is not working towards one).
+
+    Stopped now, each victim redoes its GPUs × its work since its last checkpoint; stopped at its next checkpoint, it
+    redoes nothing, and the gang waits until the last of them. When another candidate (`others`) checkpoints sooner,
+    the next cycle is then: it may make room at that moment for nothing but the restart. Checkpoints fall every
+    interval from the start of the run, as displacement_cost_gpu_hours counts them.
+
+    Work since a checkpoint shorter than `worth_s` (the restart overhead) is not waited for: the restart costs more
+    anyway, and a cycle seldom falls on the very second of a checkpoint (a reconciler on a beat), so the gang would
+    otherwise chase one checkpoint after another.
+    """
+    unsaved_gpu_s = 0.0
+    wait_s = 0.0
+    for victim in victims:
+        to_checkpoint = _to_next_checkpoint_s(victim, now)
+        if to_checkpoint is None:
+            return None
+        since_checkpoint = victim.checkpoint_interval_s - to_checkpoint
+        if since_checkpoint >= max(worth_s, 1.0):
+            unsaved_gpu_s += victim.gpus * since_checkpoint
+            wait_s = max(wait_s, to_checkpoint)
+    sooner = (_to_next_checkpoint_s(other, now) for other in others)
+    wait_s = min(wait_s, min((t for t in sooner if t is not None), default=math.inf))
+    if unsaved_gpu_s <= job.gpus * wait_s:
+        return None
+    waiting_gpus = job.gpus
+    for other in behind:
+        waiting_gpus += other.gpus
+        if unsaved_gpu_s <= waiting_gpus * wait_s:
+            return None
+    return wait_s
+
+
+def _to_next_checkpoint_s(job: Job, now: float) -> float | None:
+    """Seconds to the job's next checkpoint: its whole interval when it has just taken one (float error aside), None
+    when it never will (no interval, not started, or idle: it is not working towards one)."""
+    interval = job.checkpoint_interval_s
+    if not interval or job.started_at is None or working_until(job, now) < now:
+        return None
+    since_checkpoint = max(0.0, now - job.started_at) % interval
+    return interval if min(since_checkpoint, interval - since_checkpoint) < 1.0 else interval - since_checkpoint
+
+
+def checkpoint_wait_message(plan: PreemptionPlan, wait_s: float) -> str:
+    return (f"preempting {len(plan.victims)} job(s) now would lose {plan.cost_gpu_hours:.1f} GPU-hours, mostly work since "
+            f"their last checkpoint: it waits about {max(1, round(wait_s / 60))} min, until a job it may preempt "
+            f"checkpoints")
 
 
 def soon_free_message(natural_wait: float) -> str:

@@ -1,7 +1,8 @@
 """The discrete-event engine: the live admission cycle, run on virtual time over a trace.
 
 Events are job arrivals, job ends (at the job's *true* remaining work, which the scheduler never
-sees), wake-ups (an evicted gang's backoff ends) and quota changes. All events at one timestamp are
+sees), wake-ups (an evicted gang's backoff ends, or a plan put off until a checkpoint is due:
+`CycleResult.recheck_at`) and quota changes. All events at one timestamp are
 applied together, then — if anything is pending — one `run_admission_cycle` decides, exactly as the
 reconciler would. Admitted gangs start at once with all pods ready. A preempted victim loses the
 work since its last checkpoint, pays the restart overhead when it next starts, and rejoins the
@@ -357,6 +358,8 @@ class Engine:
         self.pending_gpus += job.gpus
 
     def _apply(self, result, t: float) -> None:
+        if result.recheck_at is not None:
+            heapq.heappush(self.heap, (result.recheck_at, WAKE, 0, 0))
         for eviction in result.evictions:
             self._requeue(eviction.job_id, t, backoff_until=eviction.backoff_until)
             heapq.heappush(self.heap, (eviction.backoff_until, WAKE, eviction.job_id, 0))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scheduling.core.attained import attained_gpu_s, served_longer, service_level
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.model import SchedulerConfig
-from scheduling.core.payoff import gain_gpu_hours, natural_wait_s, preemption_pays
+from scheduling.core.payoff import checkpoint_wait_s, gain_gpu_hours, natural_wait_s, preemption_pays
 from scheduling.core.preemption import displacement_cost_gpu_hours
 from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
@@ -101,6 +101,124 @@ def test_the_default_first_level_is_two_gpu_hours(ran_s, admitted):
     assert admitted_ids(result) == admitted
 
 
+TEN_HOURS = 10 * 3600
+RESTART_S = SchedulerConfig().restart_overhead_s
+
+
+@pytest.mark.parametrize(
+    "gang_gpus, victims, expected_s",
+    [
+        pytest.param(8, [(8, 1800, 20 * 60)], 10 * 60,
+                     id="twenty minutes unsaved on as many GPUs as the gang: it waits the ten minutes to the checkpoint"),
+        pytest.param(8, [(8, 1800, 5 * 60)], None,
+                     id="five minutes unsaved against a 25-minute wait: it preempts now"),
+        pytest.param(64, [(8, 1800, 20 * 60)], None,
+                     id="a gang eight times the victim's width loses more waiting than the victim would redo"),
+        pytest.param(8, [(8, 1800, 20 * 60), (8, 1800, 5 * 60)], None,
+                     id="the wait is until the last victim's checkpoint: 25 minutes are not outweighed by 25 unsaved"),
+        pytest.param(8, [(8, 1800, 20 * 60), (8, 1800, 0)], 10 * 60,
+                     id="a victim at its checkpoint adds nothing to wait for"),
+        pytest.param(8, [(8, None, 20 * 60)], None, id="a victim without checkpoints never reaches one"),
+    ],
+)
+def test_a_plan_waits_for_its_victims_next_checkpoints_when_their_unsaved_work_outweighs_the_wait(
+    gang_gpus, victims, expected_s
+):
+    running = [
+        a_gang(1, gpus).id(10 + i).checkpointing(interval).running_on(f"b0r0n{i}", since=NOW - TEN_HOURS - since).build()
+        for i, (gpus, interval, since) in enumerate(victims)
+    ]
+    assert checkpoint_wait_s(a_gang(1, gang_gpus).id(1).build(), running, NOW, worth_s=RESTART_S) == expected_s
+
+
+@pytest.mark.parametrize(
+    "other_since_s, expected_s",
+    [
+        pytest.param(28 * 60, 2 * 60, id="another candidate two minutes from its checkpoint: the next cycle is then"),
+        pytest.param(5 * 60, 10 * 60, id="one further from it than the victim changes nothing"),
+        pytest.param(0, 10 * 60, id="one that has just checkpointed is no sooner"),
+    ],
+)
+def test_the_wait_ends_at_the_soonest_checkpoint_among_the_candidates(other_since_s, expected_s):
+    victim = a_gang(1, 8).id(10).checkpointing(1800).running_on("b0r0n0", since=NOW - TEN_HOURS - 20 * 60).build()
+    other = a_gang(1, 8).id(11).checkpointing(1800).running_on("b0r0n1", since=NOW - TEN_HOURS - other_since_s).build()
+    assert checkpoint_wait_s(a_gang(1, 8).id(1).build(), [victim], NOW, [victim, other], RESTART_S) == expected_s
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    gang_gpus=st.sampled_from([1, 8, 16, 64]),
+    victims=st.lists(st.tuples(st.integers(1, 8), st.floats(0, 1799)), min_size=1, max_size=4),
+    others=st.lists(st.tuples(st.integers(1, 8), st.floats(0, 1799)), max_size=4),
+)
+def test_a_plan_waits_only_when_the_work_it_saves_outweighs_the_wait(gang_gpus, victims, others):
+    def running(specs, first_id):
+        return [a_gang(1, gpus).id(first_id + i).checkpointing(1800).running_on(f"b0r0n{i}", since=NOW - TEN_HOURS - since)
+                .build() for i, (gpus, since) in enumerate(specs)]
+
+    stopped, rest = running(victims, 10), running(others, 20)
+    wait_s = checkpoint_wait_s(a_gang(1, gang_gpus).id(1).build(), stopped, NOW, stopped + rest, RESTART_S)
+    if wait_s is not None:
+        worth_waiting = [(v.gpus, since) for v in stopped if (since := (NOW - v.started_at) % 1800) >= RESTART_S]
+        assert 1.0 <= wait_s <= max(1800 - since for _, since in worth_waiting)
+        assert sum(gpus * since for gpus, since in worth_waiting) > gang_gpus * wait_s
+
+
+@pytest.mark.parametrize(
+    "behind_gpus, expected_s",
+    [
+        pytest.param([], 10 * 60, id="nothing queued behind the gang: it alone pays the wait"),
+        pytest.param([1, 4], 10 * 60, id="a few GPUs behind it: 13 GPUs × 10 min still under 160 GPU-minutes"),
+        pytest.param([8, 8], None, id="two 8-GPU jobs behind it wait too: 24 GPUs × 10 min outweigh the work saved"),
+    ],
+)
+def test_the_wait_is_paid_by_every_job_queued_behind_the_gang(behind_gpus, expected_s):
+    victim = a_gang(1, 8).id(10).checkpointing(1800).running_on("b0r0n0", since=NOW - TEN_HOURS - 20 * 60).build()
+    behind = [a_gang(1, gpus).id(20 + i).build() for i, gpus in enumerate(behind_gpus)]
+    assert checkpoint_wait_s(a_gang(1, 8).id(1).build(), [victim], NOW, [victim], RESTART_S, behind) == expected_s
+
+
+def test_work_since_a_checkpoint_shorter_than_a_restart_is_not_waited_for():
+    """Else a reconciler on a beat chases checkpoints: the victim it waited for is a few seconds past its checkpoint
+    at the next pass, and another candidate's is a few seconds away."""
+    victim = a_gang(1, 8).id(10).checkpointing(1800).running_on("b0r0n0", since=NOW - TEN_HOURS - 4 * 60).build()
+    other = a_gang(1, 8).id(11).checkpointing(1800).running_on("b0r0n1", since=NOW - TEN_HOURS - 29 * 60).build()
+    gang = a_gang(1, 8).id(1).build()
+    assert checkpoint_wait_s(gang, [victim], NOW, [victim, other], RESTART_S) is None
+    assert checkpoint_wait_s(gang, [victim], NOW, [victim, other], worth_s=0.0) == 60
+
+
+def test_an_idle_victim_is_not_waited_for():
+    victim = a_gang(1, 8).id(10).checkpointing(1800).running_on("b0r0n0", since=NOW - TEN_HOURS - 1200).idle_since(NOW - 60)
+    assert checkpoint_wait_s(a_gang(1, 8).id(1).build(), [victim.build()], NOW) is None
+
+
+@pytest.mark.parametrize(
+    "victim_priority, preempt_at_checkpoints, admitted, recheck_at",
+    [
+        pytest.param(0, True, [], NOW + 600, id="an attained-service plan waits for the victim's checkpoint"),
+        pytest.param(0, False, [1], None, id="with the rule off it preempts at once"),
+        pytest.param(-1, True, [1], None, id="a preemption by priority never waits: it is the users' stated intent"),
+        pytest.param(0, None, [1], None, id="it is an admin's policy, off by default"),
+    ],
+)
+def test_the_cycle_puts_a_plan_off_until_its_victims_checkpoint(victim_priority, preempt_at_checkpoints, admitted,
+                                                                recheck_at):
+    nodes = rack_fleet(racks=1, nodes=1)
+    victim = a_gang(1, 8).id(10).priority(victim_priority).checkpointing(1800).running_on(
+        "b0r0n0", since=NOW - TEN_HOURS - 20 * 60)
+    pending = a_gang(1, 8).id(1).submitted(NOW - 10)
+    config = SchedulerConfig() if preempt_at_checkpoints is None else SchedulerConfig(
+        preempt_at_checkpoints=preempt_at_checkpoints)
+    result = run_admission_cycle(snapshot(nodes, [queue("q", 8, cohort=None)], admitted=[victim], pending=[pending],
+                                          now=NOW, config=config))
+    assert (admitted_ids(result), result.recheck_at) == (admitted, recheck_at)
+    if not admitted:
+        message = next(p.message for p in result.pending if p.job_id == 1)
+        assert "it waits about 10 min, until a job it may preempt checkpoints" in message
+        assert result.preemptions == ()
+
+
 def test_a_refused_plan_says_it_does_not_pay():
     result = run_admission_cycle(a_full_queue(1800, 3600 + 1700))
     message = next(p.message for p in result.pending if p.job_id == 1)
@@ -177,6 +295,14 @@ def test_the_policy_in_force_reads_as_words(config, key, starts):
     from scheduling.core.policy import policy_in_force
 
     assert policy_in_force(config)[key].startswith(starts)
+
+
+@pytest.mark.parametrize("preempt_at_checkpoints, named", [(True, True), (False, False)])
+def test_the_policy_in_force_says_whether_plans_wait_for_a_checkpoint(preempt_at_checkpoints, named):
+    from scheduling.core.policy import policy_in_force
+
+    text = policy_in_force(SchedulerConfig(preempt_at_checkpoints=preempt_at_checkpoints))["preemption"]
+    assert ("waits for a checkpoint" in text) is named
 
 
 @pytest.mark.parametrize(

@@ -97,6 +97,32 @@ def test_reclaim_preempts_the_borrower_which_restarts_with_overhead_and_loses_it
     assert result.preemptions == 1
 
 
+WAITS_FOR_CHECKPOINTS = replace(
+    get_policy("gangway"), config=replace(get_policy("gangway").config, preempt_at_checkpoints=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected", "lost_gpu_s"),
+    [
+        pytest.param(WAITS_FOR_CHECKPOINTS, [(12_600.0, "preempt", 1), (12_600.0, "start", 2), (13_200.0, "start", 1)],
+                     8 * 300.0, id="put off until the victim's checkpoint, it runs then: the victim loses only the restart"),
+        pytest.param(get_policy("gangway"), [(12_000.0, "preempt", 1), (12_000.0, "start", 2), (12_600.0, "start", 1)],
+                     8 * (1200.0 + 300.0), id="by default it preempts at once: the victim redoes its 20 minutes"),
+    ],
+)
+def test_a_plan_put_off_until_its_victims_checkpoint_runs_at_that_checkpoint(policy, expected, lost_gpu_s):
+    """Nothing else happens at 12,600 s: the cycle there is the one the deferred plan asked for."""
+    jobs = trace(
+        (0, "a", 8, 100 * 3600),  # 1: checkpoints every 30 min; past 2 GPU-hours it is a victim of fresh jobs
+        (3 * 3600 + 20 * 60, "a", 8, 600),  # 2: 20 min after job 1's last checkpoint
+    )
+    result = simulate(scenario(jobs, {"a": 8}, nodes=1, rack_size=1, checkpoint=1800), policy, log=True)
+    starts = [(t, what, job) for t, what, job in events(result) if what in ("preempt", "start")]
+    assert starts == [(0.0, "start", 1), *expected]
+    assert result.records[1].lost_gpu_s == lost_gpu_s
+
+
 def test_checkpoints_keep_the_work_up_to_the_last_one():
     jobs = trace((0, "b", 16, 1000), (250, "a", 8, 100))
     result = simulate(scenario(jobs, {"a": 8, "b": 8}, checkpoint=100), EVERY_PLAN_RUNS, log=True)
