@@ -1,0 +1,52 @@
+"""Waiting for a checkpoint before preempting (SchedulerConfig.preempt_at_checkpoints, an admin's policy) on the live
+pass: the fresh gang waits while its victims' work since their last checkpoint outweighs the wait, and the first pass
+after their checkpoint preempts one that loses only its restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.core.model import JobState
+from scheduling.models import Job
+from scheduling.services import reconcile_pass_run
+from tests.services.test_reconcile import T0, state, submit
+
+pytestmark = pytest.mark.django_db
+
+CHECKPOINT_S = 1800
+
+
+@pytest.fixture
+def long_runners(org):
+    """vision runs four 8-GPU jobs that checkpoint every 30 min, language four without: the 64-GPU fleet is full."""
+    vision = [submit(org, name=f"vision-long-{i}", limit_s=100_000, checkpoint_interval_s=CHECKPOINT_S) for i in range(4)]
+    for i in range(4):
+        submit(org, user="language-researcher", queue="language-main", name=f"language-{i}", limit_s=100_000)
+    reconcile_pass_run(now=T0 + 1)
+    reconcile_pass_run(now=T0 + 2)
+    assert {state(job) for job in vision} == {JobState.RUNNING}
+    return vision, Job.objects.get(pk=vision[0].pk).started_at.timestamp()
+
+
+@pytest.mark.parametrize(
+    ("waits", "preempted_after_s"),
+    [
+        pytest.param(True, 10 * 60, id="with the policy on it preempts at the victims' next checkpoint"),
+        pytest.param(False, 0, id="by default it preempts at once"),
+    ],
+)
+def test_a_fresh_gang_preempts_a_long_runner_of_its_queue_at_its_next_checkpoint(org, long_runners, settings, waits,
+                                                                                  preempted_after_s):
+    if waits:
+        settings.GANGWAY_SCHEDULER = {**(getattr(settings, "GANGWAY_SCHEDULER", {}) or {}), "preempt_at_checkpoints": True}
+    vision, started = long_runners
+    arrives = started + 3 * 3600 + 20 * 60  # 20 min after the long runners' last checkpoint, 10 min before the next
+    fresh = submit(org, name="vision-fresh", at=arrives, limit_s=600)
+    for t in (arrives + 1, arrives + 300):
+        reconcile_pass_run(now=t)
+        if state(fresh) != JobState.PENDING:
+            break
+    assert (state(fresh) == JobState.PENDING) is bool(preempted_after_s)
+    reconcile_pass_run(now=arrives + preempted_after_s + 1)
+    assert state(fresh) in (JobState.ADMITTED, JobState.RUNNING)
+    assert sum(state(job) == JobState.PENDING for job in vision) == 1
