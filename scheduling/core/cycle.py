@@ -328,14 +328,18 @@ class _Cycle:
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:
                 return reason, f"{message}; {unpaid}"
-            queued = self.by_queue[job.queue]
-            behind = (queued[i] for i in range(self.cursor[job.queue], len(queued)))
-            wait_s = (checkpoint_wait_s(job, victims, now, candidates, self.config.restart_overhead_s, behind)
-                      if self.config.preempt_at_checkpoints else None)
+            wait_s = self.checkpoint_wait(job, victims, candidates) if self.config.preempt_at_checkpoints else None
             if wait_s is not None:
                 self.recheck_at = min(self.recheck_at or math.inf, now + wait_s)
                 return reason, f"{message}; {checkpoint_wait_message(plan, wait_s)}"
         return self.carry_out(job, planned, message, f"a preemption of {len(plan.victims)} job(s)")
+
+    def checkpoint_wait(self, job: Job, victims: list[Job], candidates: list[Job]) -> float | None:
+        """How long the paying plan waits for a checkpoint (SchedulerConfig.preempt_at_checkpoints), or None: the
+        wait is the gang's and that of every job its queue serves after it."""
+        queued = self.by_queue[job.queue]
+        behind = (queued[i] for i in range(self.cursor[job.queue], len(queued)))
+        return checkpoint_wait_s(job, victims, self.snapshot.now, candidates, self.config.restart_overhead_s, behind)
 
     def carry_out(self, job: Job, planned: PlannedPreemption, message: str, what: str) -> Verdict | None:
         """Run the plan and admit the job, or leave it proposed to an admin (`what`: the plan, for the job's message)."""

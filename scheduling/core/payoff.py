@@ -19,9 +19,10 @@ estimate for every plan made the checkpointed rows' waits up to 1.9× longer (do
 
 Plans whose every victim has a lower priority than the gang are not weighed (`outranks_all`).
 
-A plan that pays may pay more a little later: a victim stopped at its next checkpoint loses only the restart.
-When the victims' work since their last checkpoints outweighs the gang's wait until the soonest checkpoint that
-could change the plan, the gang waits for it (`checkpoint_wait_s`), and the cycle then plans again.
+A plan that pays may pay more a little later: a victim stopped at its next checkpoint loses only the restart. With
+the admin's `preempt_at_checkpoints`, when the victims' work since their last checkpoints outweighs the wait until the
+soonest checkpoint that could change the plan (the gang's, and that of the jobs queued behind it), the gang waits for
+it (`checkpoint_wait_s`), and the cycle then plans again.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def checkpoint_wait_s(job: Job, victims: Iterable[Job], now: float, others: Iter
     Stopped now, each victim redoes its GPUs × its work since its last checkpoint; stopped at its next checkpoint, it
     redoes nothing, and the gang waits until the last of them. When another candidate (`others`) checkpoints sooner,
     the next cycle is then: it may make room at that moment for nothing but the restart. Checkpoints fall every
-    interval from the start of the run, as displacement_cost_gpu_hours counts them.
+    interval from the start of the run, as displacement_cost_gpu_hours counts them. The wait is paid by the gang and by
+    every job queued `behind` it: while the head waits, the admissions its queue makes after it wait too.
 
     Work since a checkpoint shorter than `worth_s` (the restart overhead) is not waited for: the restart costs more
     anyway, and a cycle seldom falls on the very second of a checkpoint (a reconciler on a beat), so the gang would
