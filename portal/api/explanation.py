@@ -104,6 +104,9 @@ class FixOut(serializers.Serializer):
     jobs = serializers.ListField(child=serializers.IntegerField())
     nodes = serializers.ListField(child=serializers.CharField())
     victims = FixVictimOut(many=True, help_text="A preempt fix's victims, each with the rule that chose it; empty for other fixes.")
+    declined = serializers.CharField(default="", help_text="For a preempt fix the scheduler could run but does not now, "
+                                                           "why not (it would not pay, GPUs come back soon on their own, "
+                                                           "it waits for a checkpoint); empty otherwise.")
 
 
 class JobAheadOut(serializers.Serializer):

@@ -122,6 +122,7 @@ class _Cycle:
         self.preempting_queues: set[str] = set()
         self.plans_made = 0
         self.recheck_at: float | None = None
+        self.declined: dict[int, str] = {}
         self.footprints: dict[int, tuple] = {}
         self.jobs_on_node: list[list[Job]] | None = None
 
@@ -314,7 +315,7 @@ class _Cycle:
             lacking, natural_wait = self.natural_wait(job, reason)
             if is_not_worth_planning(job, lacking, natural_wait, self.config.restart_overhead_s,
                                      self.config.payoff_margin):
-                return reason, f"{message}; {soon_free_message(natural_wait)}"
+                return self.decline(job, reason, message, soon_free_message(natural_wait))
         planned = self.plan_or_keep(job, reason, candidates, awaiting, lambda: plan_preemption(
             job, candidates=candidates, fleet=self.fleet, ledger=self.ledger, now=now, config=self.config,
             reason=reason, footprints=self.footprints,
@@ -327,12 +328,18 @@ class _Cycle:
             spared_at_most = self.natural_wait(job, reason)[1] if loses_whole_runs(victims) else math.inf
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:
-                return reason, f"{message}; {unpaid}"
+                return self.decline(job, reason, message, unpaid)
             wait_s = self.checkpoint_wait(job, victims, candidates) if self.config.preempt_at_checkpoints else None
             if wait_s is not None:
                 self.recheck_at = min(self.recheck_at or math.inf, now + wait_s)
-                return reason, f"{message}; {checkpoint_wait_message(plan, wait_s)}"
+                return self.decline(job, reason, message, checkpoint_wait_message(plan, wait_s))
         return self.carry_out(job, planned, message, f"a preemption of {len(plan.victims)} job(s)")
+
+    def decline(self, job: Job, reason: PendingReason, message: str, why: str) -> Verdict:
+        """Leave the job pending although preempting could make room: `why` (the payoff rule's words) goes into its
+        verdict and into CycleResult.declined, so that its explanation does not offer the plan as one that runs."""
+        self.declined[job.id] = why
+        return reason, f"{message}; {why}"
 
     def checkpoint_wait(self, job: Job, victims: list[Job], candidates: list[Job]) -> float | None:
         """How long the paying plan waits for a checkpoint (SchedulerConfig.preempt_at_checkpoints), or None: the
@@ -455,6 +462,7 @@ class _Cycle:
             pending=self.pending,
             state_after=StateAfterCycle(self.fleet, self.ledger),
             recheck_at=self.recheck_at,
+            declined=self.declined,
         )
 
 

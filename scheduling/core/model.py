@@ -432,6 +432,9 @@ class CycleResult:
     recheck_at: float | None = None
     """When the earliest plan put off until a checkpoint is due (SchedulerConfig.preempt_at_checkpoints): the replay runs
     a cycle then; live, the reconciler's beat (GANGWAY_RECONCILE_INTERVAL_S) comes within its interval."""
+    declined: Mapping[int, str] = field(default_factory=dict)
+    """Jobs the cycle could have preempted for but did not, because it would not pay (core.payoff): job id → why, in
+    the words of its verdict. The explainer's preempt fix says so instead of offering the plan as one that runs."""
 
 
 @dataclass(frozen=True, slots=True)

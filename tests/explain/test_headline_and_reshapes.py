@@ -23,7 +23,8 @@ def test_a_lent_out_quota_says_to_how_many_teams_and_what_an_admin_can_take_back
                  for i in range(4)]
     snap = snapshot(nodes, [queue("a", 32, team="ta"), queue("b0", 0, team="t0"), queue("b1", 0, team="t1")],
                     admitted=borrowers, pending=[a_gang(2, 8).id(9).in_queue("a", team="ta")], now=NOW,
-                    config=SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=0))
+                    config=SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=0,
+                                           preempt_only_when_it_pays=False))  # (their minute of work would not pay)
     e = explained(snap, 9)
     assert e.blocking == "quota" and e.quota.limit == "lent_out"
     assert e.headline == ("Team ta's H100 quota is lent to 2 other teams; Gangway can take 16 GPUs back by preempting "

@@ -51,13 +51,13 @@ HEADLINES = [
         id="several hoards are counted, with the longest idle's start",
     ),
     pytest.param(
-        [lender(1, 0, idle_for_s=HOUR), lender(2, 1), lender(3, 2)], a_gang(2, 8), ASKS,
+        [lender(1, 0, idle_for_s=HOUR), lender(2, 1), lender(3, 2)], a_gang(2, 8), replace(ASKS, preempt_only_when_it_pays=False),
         "Team ta's H100 quota is lent to 1 other team; Gangway can make room by taking 8 GPUs from 1 idle job of team tb "
         "(idle since 01:46 UTC) and preempting 1 working job, which needs an admin.",
         id="a plan that needs a working job too takes the hoard first and says both",
     ),
     pytest.param(
-        [lender(1, 0, idle_for_s=60), lender(2, 1), lender(3, 2)], a_gang(1, 8), ASKS,
+        [lender(1, 0, idle_for_s=60), lender(2, 1), lender(3, 2)], a_gang(1, 8), replace(ASKS, preempt_only_when_it_pays=False),
         "Team ta's H100 quota is lent to 1 other team; Gangway can take 8 GPUs back by preempting 1 job, which needs an admin.",
         id="a job idle for less than the grace period is not flagged, so the headline names no idle job",
     ),

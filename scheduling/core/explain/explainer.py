@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from scheduling.core.attained import service_level
 from scheduling.core.explain.diagnosis import Diagnosis
@@ -49,10 +49,12 @@ class Explainer:
         protected: Iterable[int] = (),
         plans: Iterable[PlannedPreemption] = (),
         max_preemption_plans: int = MAX_PREEMPTION_PLANS,
+        declined: Mapping[int, str] = {},
     ) -> None:
         self.snapshot = snapshot
         self.diagnosis = Diagnosis(snapshot, fleet, ledger, holding)
-        self.fixes = Fixes(self.diagnosis, protected=protected, plans=plans, max_preemption_plans=max_preemption_plans)
+        self.fixes = Fixes(self.diagnosis, protected=protected, plans=plans, max_preemption_plans=max_preemption_plans,
+                           declined=declined)
         self._cache: dict[tuple, Explanation] = {}
 
     @classmethod
@@ -61,7 +63,7 @@ class Explainer:
         state = result.state_after
         return cls(
             snapshot, state.fleet, state.ledger, holding_after(snapshot, result).values(),
-            protected={a.job_id for a in result.admissions}, plans=result.preemptions, **options,
+            protected={a.job_id for a in result.admissions}, plans=result.preemptions, declined=result.declined, **options,
         )
 
     def explain(self, job: Job, verdict: Pending | None = None) -> Explanation:

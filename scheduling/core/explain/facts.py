@@ -188,6 +188,9 @@ class Fix:
     nodes: tuple[str, ...] = ()
     victims: tuple[VictimFacts, ...] = ()
     """A preempt fix's victims, each with the rule that chose it (the idle ones first in its detail and headline)."""
+    declined: str = ""
+    """Why the scheduler does not run this preemption now although it could (core.payoff: it would not pay, GPUs come
+    back soon on their own, it waits for a checkpoint); empty when it runs, or awaits an admin."""
 
     @property
     def idle_victims(self) -> tuple[VictimFacts, ...]:
@@ -203,6 +206,7 @@ class Fix:
             "jobs": list(self.jobs),
             "nodes": list(self.nodes),
             "victims": [victim.to_dict() for victim in self.victims],
+            "declined": self.declined,
         }
 
 

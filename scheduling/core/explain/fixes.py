@@ -5,7 +5,7 @@ changes to the request that start it now."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from scheduling.core.defragmentation import plan_defragmentation
 from scheduling.core.explain.diagnosis import Diagnosis
@@ -32,7 +32,7 @@ class Fixes:
     within their budgets (spent on the jobs explained first)."""
 
     def __init__(self, diagnosis: Diagnosis, *, protected: Iterable[int] = (), plans: Iterable[PlannedPreemption] = (),
-                 max_preemption_plans: int = MAX_PREEMPTION_PLANS) -> None:
+                 max_preemption_plans: int = MAX_PREEMPTION_PLANS, declined: Mapping[int, str] = {}) -> None:
         self.diagnosis = diagnosis
         self.snapshot = diagnosis.snapshot
         self.config = diagnosis.snapshot.config
@@ -41,6 +41,7 @@ class Fixes:
         self.holding = diagnosis.holding
         self.protected = set(protected)
         self.plans = {p.plan.job_id: p for p in plans}
+        self.declined = self._declined_by_preemption_key(declined)
         self.preemption_budget = max_preemption_plans
         self.reshape_budget = MAX_RESHAPES
         self._defrag_cache: dict[tuple, Fix | None] = {}
@@ -227,7 +228,7 @@ class Fixes:
             return self._preempt_fix(planned.plan, job, planned.needs_approval, proposed=True)
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return None
-        key = (job.queue, job.shape, job.priority)
+        key = self._preemption_key(job)
         if key in self._preempt_cache:
             return self._preempt_cache[key]
         if self.preemption_budget <= 0:
@@ -238,9 +239,22 @@ class Fixes:
         fix = None
         if plan is not None:
             approved = self.snapshot.approved_preemptions.get(job.id)
-            fix = self._preempt_fix(plan, job, needs_approval(plan, job, self.config, approved), proposed=False)
+            fix = self._preempt_fix(plan, job, needs_approval(plan, job, self.config, approved), proposed=False,
+                                    declined=self.declined.get(key, ""))
         self._preempt_cache[key] = fix
         return fix
+
+    @staticmethod
+    def _preemption_key(job: Job) -> tuple:
+        """Jobs of one key get one preempt fix: the cycle would plan alike for each when it reached the head."""
+        return job.queue, job.shape, job.priority
+
+    def _declined_by_preemption_key(self, declined: Mapping[int, str]) -> dict[tuple, str]:
+        """The cycle's declined preemptions (CycleResult.declined) by preemption key: a job that the same rule would
+        decline, once at the head of its queue, gets the same answer. Few jobs; found among the pending ones."""
+        if not declined:
+            return {}
+        return {self._preemption_key(job): declined[job.id] for job in self.snapshot.pending if job.id in declined}
 
     def plan(self, job: Job, reason: PendingReason) -> PreemptionPlan | None:
         """The core's preemption plan for `job` on this state (what the cycle would plan, from the same candidates)."""
@@ -249,7 +263,7 @@ class Fixes:
         return plan_preemption(job, candidates=candidates, fleet=self.fleet, ledger=self.ledger, now=self.snapshot.now,
                                config=self.config, reason=reason)
 
-    def _preempt_fix(self, plan: PreemptionPlan, job: Job, approval: bool, *, proposed: bool) -> Fix:
+    def _preempt_fix(self, plan: PreemptionPlan, job: Job, approval: bool, *, proposed: bool, declined: str = "") -> Fix:
         victims = tuple(self._victim(v, job) for v in plan.victims)
         idle = [v for v in victims if v.is_idle]
         listed = ", ".join(
@@ -257,6 +271,7 @@ class Fixes:
             for v in victims[:5]
         ) + (" …" if len(victims) > 5 else "")
         state = ("proposed, awaiting an admin's approval" if proposed and approval
+                 else f"not run now: {declined}" if declined
                  else "needs an admin's approval" if approval else "runs automatically")
         now = self.snapshot.now
         if len(idle) == len(victims):  # a reclaim of hoarded GPUs: its cost is their restart, and work before they idled
@@ -265,7 +280,7 @@ class Fixes:
         else:
             detail = f"preempt {len(victims)} job(s) in {plan.domain}, {victim_rules(victims, now)}: {listed}; {state}"
         return Fix(Action.PREEMPT, plan.cost_gpu_hours, plan.teams_affected, approval, detail,
-                   jobs=tuple(v.job_id for v in victims), victims=victims)
+                   jobs=tuple(v.job_id for v in victims), victims=victims, declined=declined)
 
     def _victim(self, victim: Victim, job: Job) -> VictimFacts:
         """Why the core takes `victim` for `job` (core.preemption.rule_of on the job as it holds now) and the work it loses."""

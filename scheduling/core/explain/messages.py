@@ -87,6 +87,8 @@ def making_room(preempt: Fix, now: float, *, taking_back: int | None = None) -> 
     they went idle), and who decides. `taking_back`: the GPUs of the job's own quota lent out, when that blocks."""
     idle = preempt.idle_victims
     working = len(preempt.victims) - len(idle)
+    if preempt.declined:
+        return f"Gangway could make room by preempting {count(len(preempt.victims), 'job')}, but not now: {preempt.declined}"
     if idle and not working:
         what = f"{sum(v.gpus for v in idle)} GPUs{' back' if taking_back else ''} from {idle_jobs(idle, now)}, {idle_loss(idle)}"
         if preempt.needs_approval:
