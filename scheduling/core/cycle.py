@@ -27,6 +27,7 @@ from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.model import (
     FLEET,
     Admission,
+    CheckpointWaits,
     CycleResult,
     Job,
     PendingReason,
@@ -329,7 +330,7 @@ class _Cycle:
             unpaid = unpaid_preemption(plan, job, victims, self.snapshot.now, self.config.payoff_margin, spared_at_most)
             if unpaid is not None:
                 return self.decline(job, reason, message, unpaid)
-            wait_s = self.checkpoint_wait(job, victims, candidates) if self.config.preempt_at_checkpoints else None
+            wait_s = self.checkpoint_wait(job, victims, candidates) if self.waits_for_checkpoints(job, victims) else None
             if wait_s is not None:
                 self.recheck_at = min(self.recheck_at or math.inf, now + wait_s)
                 return self.decline(job, reason, message, checkpoint_wait_message(plan, wait_s))
@@ -340,6 +341,13 @@ class _Cycle:
         verdict and into CycleResult.declined, so that its explanation does not offer the plan as one that runs."""
         self.declined[job.id] = why
         return reason, f"{message}; {why}"
+
+    def waits_for_checkpoints(self, job: Job, victims: list[Job]) -> bool:
+        """Whether the paying plan may wait for a checkpoint (SchedulerConfig.preempt_at_checkpoints)."""
+        waits = self.config.preempt_at_checkpoints
+        if waits is CheckpointWaits.OWN_QUEUE:
+            return all(victim.queue == job.queue for victim in victims)
+        return waits is CheckpointWaits.ALL
 
     def checkpoint_wait(self, job: Job, victims: list[Job], candidates: list[Job]) -> float | None:
         """How long the paying plan waits for a checkpoint (SchedulerConfig.preempt_at_checkpoints), or None: the

@@ -19,10 +19,10 @@ estimate for every plan made the checkpointed rows' waits up to 1.9× longer (do
 
 Plans whose every victim has a lower priority than the gang are not weighed (`outranks_all`).
 
-A plan that pays may pay more a little later: a victim stopped at its next checkpoint loses only the restart. With
-the admin's `preempt_at_checkpoints`, when the victims' work since their last checkpoints outweighs the wait until the
-soonest checkpoint that could change the plan (the gang's, and that of the jobs queued behind it), the gang waits for
-it (`checkpoint_wait_s`), and the cycle then plans again.
+A plan that pays may pay more a little later: a victim stopped at its next checkpoint loses only the restart. When the
+victims' work since their last checkpoints outweighs the wait until the soonest checkpoint that could change the plan
+(the gang's, and that of the jobs queued behind it), the gang waits for it (`checkpoint_wait_s`), and the cycle then
+plans again: by default for plans within the gang's own queue (SchedulerConfig.preempt_at_checkpoints).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduling.core.model import SchedulerConfig
+from scheduling.core.model import CheckpointWaits, SchedulerConfig
 
 
 def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
@@ -37,9 +37,10 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
                       f"victims' lost work plus {config.restart_overhead_s:g} s restart; a victim without checkpoints "
                       f"only when GPUs would not come back sooner on their own, and never for attained service "
                       f"alone (priority preemption is not weighed)")
-        if config.preempt_at_checkpoints:
-            preemption += ("; a plan that pays waits for a checkpoint when its victims' work since their last ones "
-                           "outweighs the wait, for the gang and the jobs queued behind it, until the soonest "
+        if config.preempt_at_checkpoints is not CheckpointWaits.NEVER:
+            which = "within the gang's own queue " if config.preempt_at_checkpoints is CheckpointWaits.OWN_QUEUE else ""
+            preemption += (f"; a plan {which}that pays waits for a checkpoint when its victims' work since their last "
+                           "ones outweighs the wait, for the gang and the jobs queued behind it, until the soonest "
                            "candidate's next one")
     else:
         preemption = "whenever a plan makes room (cheapest displacement first)"

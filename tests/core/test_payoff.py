@@ -196,10 +196,11 @@ def test_an_idle_victim_is_not_waited_for():
 @pytest.mark.parametrize(
     "victim_priority, preempt_at_checkpoints, admitted, recheck_at",
     [
-        pytest.param(0, True, [], NOW + 600, id="an attained-service plan waits for the victim's checkpoint"),
-        pytest.param(0, False, [1], None, id="with the rule off it preempts at once"),
-        pytest.param(-1, True, [1], None, id="a preemption by priority never waits: it is the users' stated intent"),
-        pytest.param(0, None, [1], None, id="it is an admin's policy, off by default"),
+        pytest.param(0, None, [], NOW + 600,
+                     id="by default an attained-service plan within the gang's own queue waits for the victim's checkpoint"),
+        pytest.param(0, "all", [], NOW + 600, id="with every plan waiting it waits too"),
+        pytest.param(0, "never", [1], None, id="with the rule off it preempts at once"),
+        pytest.param(-1, "all", [1], None, id="a preemption by priority never waits: it is the users' stated intent"),
     ],
 )
 def test_the_cycle_puts_a_plan_off_until_its_victims_checkpoint(victim_priority, preempt_at_checkpoints, admitted,
@@ -217,6 +218,30 @@ def test_the_cycle_puts_a_plan_off_until_its_victims_checkpoint(victim_priority,
         message = next(p.message for p in result.pending if p.job_id == 1)
         assert "it waits about 10 min, until a job it may preempt checkpoints" in message
         assert result.preemptions == ()
+
+
+@pytest.mark.parametrize(
+    "preempt_at_checkpoints, admitted, recheck_at",
+    [
+        pytest.param(None, [1], None, id="by default a reclaim of lent quota runs at once, as in Kueue"),
+        pytest.param("all", [], NOW + 600, id="with every plan waiting the owner waits for the borrower's checkpoint"),
+    ],
+)
+def test_a_reclaim_from_another_queue_waits_for_a_checkpoint_only_when_every_plan_does(preempt_at_checkpoints, admitted,
+                                                                                     recheck_at):
+    borrower = a_gang(1, 8).id(10).in_queue("b", team="tb").checkpointing(1800).running_on(
+        "b0r0n0", since=NOW - TEN_HOURS - 20 * 60)
+    owner = a_gang(1, 8).id(1).in_queue("q", team="tq").submitted(NOW - 10)
+    config = SchedulerConfig(cross_team_needs_approval=False) if preempt_at_checkpoints is None else SchedulerConfig(
+        cross_team_needs_approval=False, preempt_at_checkpoints=preempt_at_checkpoints)
+    result = run_admission_cycle(snapshot(rack_fleet(racks=1, nodes=1), [queue("q", 8, team="tq"), queue("b", 0, team="tb")],
+                                          admitted=[borrower], pending=[owner], now=NOW, config=config))
+    assert (admitted_ids(result), result.recheck_at) == (admitted, recheck_at)
+
+
+def test_a_misspelt_choice_of_which_plans_wait_names_the_valid_ones():
+    with pytest.raises(ValueError, match="preempt_at_checkpoints must be one of never, own_queue, all, not 'own-queue'"):
+        SchedulerConfig(preempt_at_checkpoints="own-queue")
 
 
 def test_a_refused_plan_says_it_does_not_pay():
@@ -297,12 +322,16 @@ def test_the_policy_in_force_reads_as_words(config, key, starts):
     assert policy_in_force(config)[key].startswith(starts)
 
 
-@pytest.mark.parametrize("preempt_at_checkpoints, named", [(True, True), (False, False)])
-def test_the_policy_in_force_says_whether_plans_wait_for_a_checkpoint(preempt_at_checkpoints, named):
+@pytest.mark.parametrize("preempt_at_checkpoints, named", [
+    ("all", "a plan that pays waits for a checkpoint"),
+    ("own_queue", "a plan within the gang's own queue that pays waits for a checkpoint"),
+    ("never", None),
+])
+def test_the_policy_in_force_says_which_plans_wait_for_a_checkpoint(preempt_at_checkpoints, named):
     from scheduling.core.policy import policy_in_force
 
     text = policy_in_force(SchedulerConfig(preempt_at_checkpoints=preempt_at_checkpoints))["preemption"]
-    assert ("waits for a checkpoint" in text) is named
+    assert (named in text) if named else ("waits for a checkpoint" not in text)
 
 
 @pytest.mark.parametrize(

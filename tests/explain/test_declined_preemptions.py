@@ -49,10 +49,10 @@ def preempt_fix(explanation):
                      "enough GPUs should come back on their own within about 2 min: preempting would not pay",
                      id="a plan against young runs without checkpoints is not worth making"),
         pytest.param(a_full_queue(a_victim(10, ran_s=TEN_HOURS + 20 * 60, checkpoint_s=1800),
-                                  config=SchedulerConfig(preempt_at_checkpoints=True, approval_threshold_gpu_hours=1e9)),
+                                  config=SchedulerConfig(approval_threshold_gpu_hours=1e9)),
                      "preempting 1 job(s) now would lose 3.3 GPU-hours, mostly work since their last checkpoint: it "
                      "waits about 10 min, until a job it may preempt checkpoints",
-                     id="with preempt_at_checkpoints a paying plan waits for its victim's checkpoint"),
+                     id="a paying plan within the gang's queue waits for its victim's checkpoint"),
     ],
 )
 def test_a_declined_preemption_says_why_it_does_not_run(snap, reason):

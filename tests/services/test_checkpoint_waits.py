@@ -1,5 +1,5 @@
-"""Waiting for a checkpoint before preempting (SchedulerConfig.preempt_at_checkpoints, an admin's policy) on the live
-pass: the fresh gang waits while its victims' work since their last checkpoint outweighs the wait, and the first pass
+"""Waiting for a checkpoint before preempting (SchedulerConfig.preempt_at_checkpoints; by default for plans within the
+gang's own queue) on the live pass: the fresh gang waits while its victims' work since their last checkpoint outweighs the wait, and the first pass
 after their checkpoint preempts one that loses only its restart."""
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ def long_runners(org):
 @pytest.mark.parametrize(
     ("waits", "preempted_after_s"),
     [
-        pytest.param(True, 10 * 60, id="with the policy on it preempts at the victims' next checkpoint"),
-        pytest.param(False, 0, id="by default it preempts at once"),
+        pytest.param(None, 10 * 60, id="by default it preempts at the victims' next checkpoint"),
+        pytest.param("never", 0, id="with the policy off it preempts at once"),
     ],
 )
 def test_a_fresh_gang_preempts_a_long_runner_of_its_queue_at_its_next_checkpoint(org, long_runners, settings, waits,
                                                                                   preempted_after_s):
     if waits:
-        settings.GANGWAY_SCHEDULER = {**(getattr(settings, "GANGWAY_SCHEDULER", {}) or {}), "preempt_at_checkpoints": True}
+        settings.GANGWAY_SCHEDULER = {**(getattr(settings, "GANGWAY_SCHEDULER", {}) or {}), "preempt_at_checkpoints": waits}
     vision, started = long_runners
     arrives = started + 3 * 3600 + 20 * 60  # 20 min after the long runners' last checkpoint, 10 min before the next
     fresh = submit(org, name="vision-fresh", at=arrives, limit_s=600)

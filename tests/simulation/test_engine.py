@@ -97,18 +97,18 @@ def test_reclaim_preempts_the_borrower_which_restarts_with_overhead_and_loses_it
     assert result.preemptions == 1
 
 
-WAITS_FOR_CHECKPOINTS = replace(
-    get_policy("gangway"), config=replace(get_policy("gangway").config, preempt_at_checkpoints=True)
+NEVER_WAITS_FOR_CHECKPOINTS = replace(
+    get_policy("gangway"), config=replace(get_policy("gangway").config, preempt_at_checkpoints="never")
 )
 
 
 @pytest.mark.parametrize(
     ("policy", "expected", "lost_gpu_s"),
     [
-        pytest.param(WAITS_FOR_CHECKPOINTS, [(12_600.0, "preempt", 1), (12_600.0, "start", 2), (13_200.0, "start", 1)],
+        pytest.param(get_policy("gangway"), [(12_600.0, "preempt", 1), (12_600.0, "start", 2), (13_200.0, "start", 1)],
                      8 * 300.0, id="put off until the victim's checkpoint, it runs then: the victim loses only the restart"),
-        pytest.param(get_policy("gangway"), [(12_000.0, "preempt", 1), (12_000.0, "start", 2), (12_600.0, "start", 1)],
-                     8 * (1200.0 + 300.0), id="by default it preempts at once: the victim redoes its 20 minutes"),
+        pytest.param(NEVER_WAITS_FOR_CHECKPOINTS, [(12_000.0, "preempt", 1), (12_000.0, "start", 2), (12_600.0, "start", 1)],
+                     8 * (1200.0 + 300.0), id="with the rule off it preempts at once: the victim redoes its 20 minutes"),
     ],
 )
 def test_a_plan_put_off_until_its_victims_checkpoint_runs_at_that_checkpoint(policy, expected, lost_gpu_s):
