@@ -50,3 +50,16 @@ def test_a_fresh_gang_preempts_a_long_runner_of_its_queue_at_its_next_checkpoint
     reconcile_pass_run(now=arrives + preempted_after_s + 1)
     assert state(fresh) in (JobState.ADMITTED, JobState.RUNNING)
     assert sum(state(job) == JobState.PENDING for job in vision) == 1
+
+
+def test_the_waiting_gangs_page_says_its_preemption_waits_for_a_checkpoint(org, long_runners, client):
+    """Not "runs automatically": the pass declined the plan, and the job's page gives the pass's reason."""
+    _, started = long_runners
+    arrives = started + 3 * 3600 + 20 * 60
+    fresh = submit(org, name="vision-fresh", at=arrives, limit_s=600)
+    reconcile_pass_run(now=arrives + 1)
+    client.force_login(org["vision-researcher"])
+    page = client.get(f"/jobs/{fresh.pk}/").content.decode()
+    assert "Gangway could make room by preempting 1 job, but not now:" in page
+    assert "not run now: preempting 1 job(s) now would lose" in page and "it waits about 10 min" in page
+    assert "runs automatically" not in page and "sooner if the preemption below runs" not in page
