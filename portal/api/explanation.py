@@ -89,7 +89,8 @@ class FixVictimOut(serializers.Serializer):
     team = serializers.CharField()
     gpus = serializers.IntegerField()
     rule = serializers.CharField(help_text="Why it is a victim (a VictimRule): idle (flagged idle, taken first), reclaim (its "
-                                           "queue borrows from the cohort) or within_queue (lower priority in the job's queue).")
+                                           "queue borrows from the cohort), within_queue (lower priority in the job's queue) or "
+                                           "attained_service (the job's queue, served a whole level longer).")
     cost_gpu_hours = serializers.FloatField(help_text="Its displacement: the work it loses plus its restart.")
     lost_work_gpu_hours = serializers.FloatField(help_text="Work since its last checkpoint; time spent idle is none.")
     idle_since = serializers.CharField(allow_null=True, help_text="For an idle victim, since when it has been idle.")

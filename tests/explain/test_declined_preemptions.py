@@ -94,3 +94,11 @@ def test_a_preemption_the_cycle_did_not_weigh_still_runs_automatically():
     explained = explain_pending(busy_twice, result).by_job
     fix = preempt_fix(explained[3])
     assert fix.declined == "" and fix.detail.endswith("; runs automatically")
+    assert "preempting 1 lower-priority job of its queue:" in fix.detail and fix.victims[0].rule == "within_queue"
+
+
+def test_a_victim_of_its_own_queue_and_priority_is_said_to_have_run_a_level_longer_not_to_rank_lower():
+    snap = a_full_queue(a_victim(10, ran_s=3600 + 1700, checkpoint_s=1800))
+    fix = preempt_fix(explain_pending(snap, run_admission_cycle(snap)).by_job[1])
+    assert fix.victims[0].rule == "attained_service"
+    assert "preempting 1 job of its queue that ran a whole service level longer:" in fix.detail

@@ -60,7 +60,9 @@ class VictimRule(enum.StrEnum):
     RECLAIM = "reclaim"
     """Holds quota its queue borrowed from the cohort."""
     WITHIN_QUEUE = "within_queue"
-    """A job of the preemptor's own queue of lower priority (or served a whole level longer)."""
+    """A job of the preemptor's own queue of lower priority."""
+    ATTAINED_SERVICE = "attained_service"
+    """A job of the preemptor's own queue, of no lower priority, served a whole level longer (core.attained)."""
 
 
 # --- the facts of each level ------------------------------------------------------------------------

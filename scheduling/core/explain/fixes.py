@@ -290,6 +290,8 @@ class Fixes:
             return VictimFacts(victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours,
                                lost_work_gpu_hours=victim.cost_gpu_hours)
         rule = RULES[rule_of(held, job, self.snapshot.now, self.config.idle_grace_s)]
+        if rule == VictimRule.WITHIN_QUEUE and held.priority >= job.priority:
+            rule = VictimRule.ATTAINED_SERVICE
         return VictimFacts(
             victim.job_id, victim.queue, victim.team, victim.gpus, rule, victim.cost_gpu_hours,
             lost_work_gpu_hours=displacement_cost_gpu_hours(held, self.snapshot.now, restart_overhead_s=0.0),
@@ -306,6 +308,7 @@ def victim_rules(victims: Sequence[VictimFacts], now: float) -> str:
     preempting 2 lower-priority jobs of its queue and reclaiming 16 GPUs lent to speech"."""
     idle = [v for v in victims if v.rule == VictimRule.IDLE]
     own = sum(1 for v in victims if v.rule == VictimRule.WITHIN_QUEUE)
+    served = sum(1 for v in victims if v.rule == VictimRule.ATTAINED_SERVICE)
     lent: dict[str, int] = {}
     for victim in victims:
         if victim.rule == VictimRule.RECLAIM:
@@ -315,6 +318,8 @@ def victim_rules(victims: Sequence[VictimFacts], now: float) -> str:
         rules.append(f"taking {messages.idle_jobs(idle, now)}")
     if own:
         rules.append(f"preempting {messages.count(own, 'lower-priority job')} of its queue")
+    if served:
+        rules.append(f"preempting {messages.count(served, 'job')} of its queue that ran a whole service level longer")
     if lent:
         rules.append("reclaiming " + ", ".join(f"{gpus} GPUs lent to {name}" for name, gpus in sorted(lent.items())))
     return ", ".join(rules[:-1]) + " and " + rules[-1] if len(rules) > 1 else "".join(rules)
