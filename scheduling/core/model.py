@@ -266,9 +266,10 @@ class SchedulerConfig:
     least a restart's worth) outweighs the wait until the soonest candidate's next one, for the gang and every job
     queued behind it (core.payoff.checkpoint_wait_s). By default only plans within the gang's own queue wait: the
     team trades a few minutes of its gang's wait for its own job's work, and a reclaim of lent quota stays immediate,
-    as in Kueue. On the policy suite that kept every checkpointed row's GPU-hours lost under 2 % (synthetic: 2.2 % →
-    1.5 %); waiting for every plan ("all") moved team e13805's wait on Philly to 1.28× its isolated wait, and never
-    waiting ("never") lost 2.2 % (docs/simulation.md)."""
+    as in Kueue. On the policy suite that brought every checkpointed row's GPU-hours lost under 2 % (synthetic: 2.2 %
+    → 1.5 %) for the same geometric mean of the waits, while team e13805's checkpointed wait on Philly, a knife edge,
+    went from 1.00× to 1.48× its isolated wait ("all", every weighed plan waiting: 1.28×; "never", stop 26's
+    default: docs/simulation.md)."""
     starvation_after_s: float | None = None
     """A job pending this long, whose size its queue's nominal quota could hold, gets a reservation
     (Volcano's sla-waiting-time): later jobs of its queue stop passing it, so the queue's own usage
@@ -454,8 +455,8 @@ class CycleResult:
     """When the earliest plan put off until a checkpoint is due (SchedulerConfig.preempt_at_checkpoints): the replay runs
     a cycle then; live, the reconciler's beat (GANGWAY_RECONCILE_INTERVAL_S) comes within its interval."""
     declined: Mapping[int, str] = field(default_factory=dict)
-    """Jobs the cycle could have preempted for but did not, because it would not pay (core.payoff): job id → why, in
-    the words of its verdict. The explainer's preempt fix says so instead of offering the plan as one that runs."""
+    """Jobs the cycle could have preempted for but did not, because it would not pay or waits for a checkpoint
+    (core.payoff): job id → why, in the words of its verdict. The explainer's preempt fix says so instead of offering the plan as one that runs."""
 
 
 @dataclass(frozen=True, slots=True)
