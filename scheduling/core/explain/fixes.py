@@ -41,7 +41,7 @@ class Fixes:
         self.holding = diagnosis.holding
         self.protected = set(protected)
         self.plans = {p.plan.job_id: p for p in plans}
-        self.declined = self._declined_by_preemption_key(declined)
+        self.declined = declined
         self.preemption_budget = max_preemption_plans
         self.reshape_budget = MAX_RESHAPES
         self._defrag_cache: dict[tuple, Fix | None] = {}
@@ -228,8 +228,9 @@ class Fixes:
             return self._preempt_fix(planned.plan, job, planned.needs_approval, proposed=True)
         if not self.config.preemption_enabled or not queue.preemption.may_preempt_within_queue:
             return None
-        key = self._preemption_key(job)
-        if key in self._preempt_cache:
+        key = (job.queue, job.shape, job.priority)
+        declined = self.declined.get(job.id, "")
+        if key in self._preempt_cache and not declined:
             return self._preempt_cache[key]
         if self.preemption_budget <= 0:
             return None
@@ -240,21 +241,11 @@ class Fixes:
         if plan is not None:
             approved = self.snapshot.approved_preemptions.get(job.id)
             fix = self._preempt_fix(plan, job, needs_approval(plan, job, self.config, approved), proposed=False,
-                                    declined=self.declined.get(key, ""))
-        self._preempt_cache[key] = fix
+                                    declined=declined)
+        if declined or key not in self._preempt_cache:
+            # The jobs behind a declined head of their shape share its answer: the same rule would decline them there.
+            self._preempt_cache[key] = fix
         return fix
-
-    @staticmethod
-    def _preemption_key(job: Job) -> tuple:
-        """Jobs of one key get one preempt fix: the cycle would plan alike for each when it reached the head."""
-        return job.queue, job.shape, job.priority
-
-    def _declined_by_preemption_key(self, declined: Mapping[int, str]) -> dict[tuple, str]:
-        """The cycle's declined preemptions (CycleResult.declined) by preemption key: a job that the same rule would
-        decline, once at the head of its queue, gets the same answer. Few jobs; found among the pending ones."""
-        if not declined:
-            return {}
-        return {self._preemption_key(job): declined[job.id] for job in self.snapshot.pending if job.id in declined}
 
     def plan(self, job: Job, reason: PendingReason) -> PreemptionPlan | None:
         """The core's preemption plan for `job` on this state (what the cycle would plan, from the same candidates)."""
