@@ -18,7 +18,7 @@ from scheduling.simulation.metrics import add_fairness, summarize
 from scheduling.simulation.policies import POLICIES, get_policy, with_approval
 from scheduling.simulation.report import table, team_table, write_plot
 from scheduling.simulation.scenario import build_scenario
-from scheduling.simulation.suite import SuiteError, run_suite, suite_table
+from scheduling.simulation.suite import SETS as SUITE_SETS, SuiteError, run_suite, suite_table
 from scheduling.simulation.trace import TraceError
 
 
@@ -38,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the others' waits against the honest run, with 95 %% intervals over the seeds (docs/gaming.md)")
     parser.add_argument("--undefended", action="store_true",
                         help="--scenario gaming: also run every strategy with the defences off (twice the time)")
-    parser.add_argument("--suite", action="store_true",
+    parser.add_argument("--suite", nargs="?", const="standard", choices=tuple(SUITE_SETS), default=None,
                         help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
-                             "no checkpoints and 30-min checkpoints) and print one table")
+                             "no checkpoints and 30-min checkpoints) and print one table; '--suite robustness': the "
+                             "same kinds of trace with other seeds, teams and loads")
     parser.add_argument("--traces-dir", default=None,
                         help="directory of the ITP traces for --suite (default: ../shared/traces/microsoft_itp_elasticflow "
                              "relative to the project root)")
@@ -127,7 +128,7 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
         get_policy(name)
     quiet = o.get("no_progress")
     document = run_suite(
-        o.get("traces_dir"), policies=names, workers=o.get("workers"),
+        o.get("traces_dir"), policies=names, traces=SUITE_SETS[o["suite"]], workers=o.get("workers"),
         progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)),
     )
     document["wall_s"] = time.perf_counter() - started

@@ -34,6 +34,12 @@ class SuiteTrace:
     source: str
     """"philly", "synthetic", or an ITP file name inside the traces directory."""
     scale: float = 1.0
+    teams: int | None = None
+    """Teams to hash an ITP trace's job ids into, or of the synthetic trace (None: 4 and 8)."""
+    load: float | None = None
+    """The fleet sized so the mean demand is this share of it (None: 0.85)."""
+    seed: int = 1
+    """Of the synthetic trace."""
 
 
 TRACES = (
@@ -43,6 +49,14 @@ TRACES = (
     SuiteTrace("ITP cluster07", "cluster07.csv.gz"),
     SuiteTrace("synthetic", "synthetic"),
 )
+ROBUSTNESS_TRACES = (
+    *(SuiteTrace(f"synthetic seed {seed}", "synthetic", seed=seed) for seed in (2, 3, 4, 5)),
+    *(SuiteTrace(f"ITP {name}, 6 teams", f"{name}.csv.gz", teams=6) for name in ("cluster02", "cluster03", "cluster07")),
+    *(SuiteTrace(f"ITP {name}, load 0.95", f"{name}.csv.gz", load=0.95) for name in ("cluster07", "cluster03")),
+)
+"""Beyond the suite: the same kinds of trace with other seeds, teams and loads, where a rule tuned on the suite's rows
+must hold too (`--suite robustness`)."""
+SETS = {"standard": TRACES, "robustness": ROBUSTNESS_TRACES}
 
 
 class SuiteError(ValueError):
@@ -53,8 +67,8 @@ def default_traces_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ITP_DIR
 
 
-def check_traces_dir(traces_dir: Path) -> None:
-    missing = [t.source for t in TRACES if t.source.endswith(".gz") and not (traces_dir / t.source).is_file()]
+def check_traces_dir(traces_dir: Path, traces: tuple[SuiteTrace, ...] = TRACES) -> None:
+    missing = sorted({t.source for t in traces if t.source.endswith(".gz") and not (traces_dir / t.source).is_file()})
     if missing:
         raise SuiteError(
             f"the suite's ITP traces are missing from {traces_dir}: {', '.join(missing)} "
@@ -63,15 +77,15 @@ def check_traces_dir(traces_dir: Path) -> None:
 
 
 @lru_cache(maxsize=4)
-def _scenario(source: str, scale: float, traces_dir: str, checkpoint_s: int | None) -> Scenario:
-    path = source if source in ("philly", "synthetic") else str(Path(traces_dir) / source)
-    return build_scenario(path, scale=scale, checkpoint_interval_s=checkpoint_s)
+def _scenario(trace: SuiteTrace, traces_dir: str, checkpoint_s: int | None) -> Scenario:
+    path = trace.source if trace.source in ("philly", "synthetic") else str(Path(traces_dir) / trace.source)
+    return build_scenario(path, scale=trace.scale, checkpoint_interval_s=checkpoint_s, teams=trace.teams, load=trace.load,
+                          seed=trace.seed)
 
 
 def _run_one(task: tuple) -> tuple:
-    trace_index, checkpoint_s, policy_name, traces_dir = task
-    trace = TRACES[trace_index]
-    scenario = _scenario(trace.source, trace.scale, traces_dir, checkpoint_s)
+    trace, checkpoint_s, policy_name, traces_dir = task
+    scenario = _scenario(trace, traces_dir, checkpoint_s)
     result = simulate(scenario, get_policy(policy_name))
     summary = summarize(result)
     summary.pop("timeline")
@@ -80,14 +94,14 @@ def _run_one(task: tuple) -> tuple:
     return task, summary
 
 
-def tasks(traces_dir: Path, policies: tuple[str, ...]) -> list[tuple]:
+def tasks(traces_dir: Path, policies: tuple[str, ...], traces: tuple[SuiteTrace, ...] = TRACES) -> list[tuple]:
     """One run per trace and yardstick; one per trace and checkpoint setting for preempting policies."""
     result = []
-    for k, _ in enumerate(TRACES):
+    for trace in traces:
         for name in policies:
             preempts = POLICIES[name].config.preemption_enabled
             for checkpoint_s in CHECKPOINTS_S if preempts else (None,):
-                result.append((k, checkpoint_s, name, str(traces_dir)))
+                result.append((trace, checkpoint_s, name, str(traces_dir)))
     return result
 
 
@@ -95,32 +109,33 @@ def run_suite(
     traces_dir: Path | None = None,
     *,
     policies: tuple[str, ...] = tuple(POLICIES),
+    traces: tuple[SuiteTrace, ...] = TRACES,
     workers: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     traces_dir = Path(traces_dir) if traces_dir is not None else default_traces_dir()
-    check_traces_dir(traces_dir)
+    check_traces_dir(traces_dir, traces)
     for name in (BASELINE, "fifo-isolated"):
         if name not in policies:
             policies = (*policies, name)
-    todo = tasks(traces_dir, policies)
+    todo = tasks(traces_dir, policies, traces)
     # The longest runs first, so the pool's last minutes are not one worker alone on Philly.
-    todo.sort(key=lambda task: (TRACES[task[0]].source != "philly", task[2] != UNDER_TEST))
+    todo.sort(key=lambda task: (task[0].source != "philly", task[2] != UNDER_TEST))
     done: dict[tuple, dict] = {}
     workers = workers or min(len(todo), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for task, summary in pool.map(_run_one, todo):
             done[(task[0], task[1], task[2])] = summary
             if progress is not None:
-                progress(f"{TRACES[task[0]].name} / checkpoints {task[1] or 'none'} / {task[2]}: "
+                progress(f"{task[0].name} / checkpoints {task[1] or 'none'} / {task[2]}: "
                          f"{summary['wall_s']:.0f}s wall, mean wait {summary['mean_wait_s']:,.0f}s")
     rows = []
-    for k, trace in enumerate(TRACES):
+    for trace in traces:
         for checkpoint_s in CHECKPOINTS_S:
             runs = {}
             for name in policies:
                 preempts = POLICIES[name].config.preemption_enabled
-                runs[name] = done[(k, checkpoint_s if preempts else None, name)]
+                runs[name] = done[(trace, checkpoint_s if preempts else None, name)]
             add_fairness(runs)
             scenario = runs[BASELINE]["scenario"]
             rows.append({"trace": trace.name, "source": trace.source, "scale": trace.scale,

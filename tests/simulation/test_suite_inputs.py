@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduling.simulation.fleet import fleet_for_load, nodes_for_load
-from scheduling.simulation.suite import SuiteError, check_traces_dir
+from scheduling.simulation.suite import ROBUSTNESS_TRACES, TRACES, SuiteError, SuiteTrace, _scenario, check_traces_dir
 from scheduling.simulation.synthetic import multi_node_share, synthetic_trace
 from scheduling.simulation.trace import TraceError, parse_itp, team_of
 
@@ -67,3 +67,35 @@ def test_the_synthetic_trace_is_seeded_and_holds_10_to_30_percent_of_gpu_hours_i
 def test_a_missing_traces_directory_is_a_clear_error(tmp_path):
     with pytest.raises(SuiteError, match="missing from .*cluster02.csv.gz.*--traces-dir"):
         check_traces_dir(tmp_path)
+
+
+def an_itp_log(directory, name="cluster07.csv.gz", jobs=400):
+    """A small gzipped ITP log: `jobs` one-to-eight-GPU jobs a minute apart, ids that hash over many teams."""
+    import gzip
+
+    rows = "".join(f"job-{k},{60 * k},{600 + 37 * k},{1 + k % 8}\n" for k in range(jobs))
+    with gzip.open(directory / name, "wt") as out:
+        out.write(ITP + rows)
+
+
+@pytest.mark.parametrize(
+    "trace, expected",
+    [
+        pytest.param(SuiteTrace("6 teams", "cluster07.csv.gz", teams=6), {"teams": 6, "nodes": 92},
+                     id="an ITP trace hashed into 6 teams"),
+        pytest.param(SuiteTrace("load 0.95", "cluster07.csv.gz", load=0.95), {"teams": 4, "nodes": 80},
+                     id="an ITP trace on a fleet sized for 95 % load is smaller"),
+        pytest.param(SuiteTrace("seed 3", "synthetic", seed=3), {"jobs": len(synthetic_trace(seed=3).jobs)},
+                     id="the synthetic trace of another seed"),
+    ],
+)
+def test_a_suite_trace_is_built_with_its_teams_load_and_seed(tmp_path, trace, expected):
+    an_itp_log(tmp_path)
+    scenario = _scenario(trace, str(tmp_path), None)
+    built = {"teams": len(scenario.trace.teams), "nodes": len(scenario.fleet.nodes), "jobs": len(scenario.trace.jobs)}
+    assert {key: built[key] for key in expected} == expected
+
+
+def test_the_robustness_set_asks_for_the_suites_itp_traces_only():
+    assert {t.source for t in ROBUSTNESS_TRACES if t.source.endswith(".gz")} <= {t.source for t in TRACES}
+    assert len(set(ROBUSTNESS_TRACES)) == len(ROBUSTNESS_TRACES) == 9
