@@ -32,6 +32,7 @@ from collections.abc import Iterable
 
 from scheduling.core.idle import working_until
 from scheduling.core.model import Job, PreemptionPlan
+from scheduling.core.preemption import work_since_checkpoint_s
 
 
 def natural_wait_s(lacking_gpus: int, holders: Iterable[Job], now: float) -> float:
@@ -99,7 +100,7 @@ def checkpoint_wait_s(job: Job, victims: Iterable[Job], now: float, others: Iter
     Stopped now, each victim redoes its GPUs × its work since its last checkpoint; stopped at its next checkpoint, it
     redoes nothing, and the gang waits until the last of them. When another candidate (`others`) checkpoints sooner,
     the next cycle is then: it may make room at that moment for nothing but the restart. Checkpoints fall every
-    interval from the start of the run, as displacement_cost_gpu_hours counts them. The wait is paid by the gang and by
+    interval from the start of the run (preemption.work_since_checkpoint_s). The wait is paid by the gang and by
     every job queued `behind` it: while the head waits, the admissions its queue makes after it wait too.
 
     Work since a checkpoint shorter than `worth_s` (the restart overhead) is not waited for: the restart costs more
@@ -134,7 +135,7 @@ def _to_next_checkpoint_s(job: Job, now: float) -> float | None:
     interval = job.checkpoint_interval_s
     if not interval or job.started_at is None or working_until(job, now) < now:
         return None
-    since_checkpoint = max(0.0, now - job.started_at) % interval
+    since_checkpoint = work_since_checkpoint_s(job, now)
     return interval if min(since_checkpoint, interval - since_checkpoint) < 1.0 else interval - since_checkpoint
 
 

@@ -52,12 +52,17 @@ def rule_of(candidate: Job, job: Job, now: float, grace_s: float) -> int:
     return WITHIN_QUEUE if candidate.queue == job.queue else RECLAIM
 
 
-def displacement_cost_gpu_hours(job: Job, now: float, restart_overhead_s: float) -> float:
-    """Work lost if `job` stops now: time since its last checkpoint, plus restarting, times its GPUs. Time it spent
-    idle (core.idle) is no work: a job idle since its start loses only the restart."""
+def work_since_checkpoint_s(job: Job, now: float) -> float:
+    """Seconds of work a stop now would lose: since its last checkpoint (checkpoints fall every interval from the
+    start of the run), or its whole run without checkpoints. Time it spent idle (core.idle) is no work."""
     elapsed = max(0.0, working_until(job, now) - job.started_at) if job.started_at is not None else 0.0
-    lost_s = elapsed % job.checkpoint_interval_s if job.checkpoint_interval_s else elapsed
-    return job.gpus * (lost_s + restart_overhead_s) / 3600.0
+    return elapsed % job.checkpoint_interval_s if job.checkpoint_interval_s else elapsed
+
+
+def displacement_cost_gpu_hours(job: Job, now: float, restart_overhead_s: float) -> float:
+    """Work lost if `job` stops now, plus restarting, times its GPUs: a job idle since its start loses only the
+    restart."""
+    return job.gpus * (work_since_checkpoint_s(job, now) + restart_overhead_s) / 3600.0
 
 
 def needs_approval(plan: PreemptionPlan, job: Job, config: SchedulerConfig, approved: frozenset[int] | None) -> bool:
