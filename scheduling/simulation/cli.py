@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the policy benchmark suite (Philly ×0.25, ITP cluster02/03/07, synthetic; "
                              "no checkpoints and 30-min checkpoints) and print one table; '--suite robustness': the "
                              "same kinds of trace with other seeds, teams and loads")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="--suite: also replay this many − 1 copies of every trace, each job submitted up to a minute "
+                             "later (seeded), and show gangway's ratios with their spread (default 1: the logs as they are)")
     parser.add_argument("--traces-dir", default=None,
                         help="directory of the ITP traces for --suite (default: ../shared/traces/microsoft_itp_elasticflow "
                              "relative to the project root)")
@@ -130,6 +133,7 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
     document = run_suite(
         o.get("traces_dir"), policies=names, traces=SUITE_SETS[o["suite"]], workers=o.get("workers"),
         progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)),
+        replicas=1 if o.get("replicas") is None else o["replicas"],
     )
     document["wall_s"] = time.perf_counter() - started
     print("waits in seconds; ratios are mean waits ÷ kueue-like's (< 1: shorter); GPU-h lost in % of GPU-h served",

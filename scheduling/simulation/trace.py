@@ -22,6 +22,7 @@ import csv
 import gzip
 import io
 import math
+import random
 import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -94,6 +95,24 @@ class Trace:
 def _renumber(jobs: list[TraceJob]) -> tuple[TraceJob, ...]:
     ordered = sorted(jobs, key=lambda job: (job.submit_s, job.id))
     return tuple(replace(j, id=i) for i, j in enumerate(ordered, start=1))
+
+
+def jittered(trace: Trace, *, seed: int, within_s: float) -> Trace:
+    """The same jobs, each submitted up to `within_s` later (seeded; whole seconds), renumbered in the new order.
+
+    A replay under contention is chaotic: which of two jobs a minute apart gets the next whole node reorders what
+    follows. Replays of jittered copies tell a policy's effect from the chance alignment of one log's timestamps.
+    """
+    rng = random.Random(seed)
+    moved = []
+    for job in trace.jobs:
+        delay_s = round(rng.uniform(0.0, within_s))
+        cancel_at_s = job.cancel_at_s + delay_s if job.cancel_at_s is not None else None
+        moved.append(replace(job, submit_s=job.submit_s + delay_s, cancel_at_s=cancel_at_s))
+    moved.sort(key=lambda job: (job.submit_s, job.id))
+    new_id = {job.id: i for i, job in enumerate(moved, start=1)}
+    jobs = tuple(replace(job, id=new_id[job.id], stands_for=new_id.get(job.stands_for)) for job in moved)
+    return replace(trace, name=f"{trace.name}, jittered (seed {seed})", jobs=jobs)
 
 
 # --- Philly ----------------------------------------------------------------------------------

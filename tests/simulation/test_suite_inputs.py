@@ -5,9 +5,19 @@ from __future__ import annotations
 import pytest
 
 from scheduling.simulation.fleet import fleet_for_load, nodes_for_load
-from scheduling.simulation.suite import ROBUSTNESS_TRACES, TRACES, SuiteError, SuiteTrace, _scenario, check_traces_dir
+from scheduling.simulation.suite import (
+    ROBUSTNESS_TRACES,
+    TRACES,
+    SuiteError,
+    SuiteTrace,
+    _scenario,
+    check_traces_dir,
+    ratio,
+    run_suite,
+    suite_table,
+)
 from scheduling.simulation.synthetic import multi_node_share, synthetic_trace
-from scheduling.simulation.trace import TraceError, parse_itp, team_of
+from scheduling.simulation.trace import Trace, TraceError, TraceJob, jittered, parse_itp, team_of
 
 ITP = "job_id,submission_time,duration,num_gpu\n"
 
@@ -99,3 +109,68 @@ def test_a_suite_trace_is_built_with_its_teams_load_and_seed(tmp_path, trace, ex
 def test_the_robustness_set_asks_for_the_suites_itp_traces_only():
     assert {t.source for t in ROBUSTNESS_TRACES if t.source.endswith(".gz")} <= {t.source for t in TRACES}
     assert len(set(ROBUSTNESS_TRACES)) == len(ROBUSTNESS_TRACES) == 9
+
+
+def test_a_jittered_trace_submits_every_job_up_to_the_jitter_later_and_keeps_the_work():
+    trace = synthetic_trace(jobs=500, seed=2)
+    copy = jittered(trace, seed=1, within_s=60)
+    by_work = lambda t: sorted((j.duration_s, j.gpus, j.team) for j in t.jobs)  # noqa: E731
+    assert by_work(copy) == by_work(trace)
+    assert [j.id for j in copy.jobs] == list(range(1, len(trace.jobs) + 1))
+    assert [j.submit_s for j in copy.jobs] == sorted(j.submit_s for j in copy.jobs)
+    originals = {(j.duration_s, j.gpus, j.team): j.submit_s for j in trace.jobs}
+    moved = [j.submit_s - originals[(j.duration_s, j.gpus, j.team)] for j in copy.jobs
+             if sum(1 for k in trace.jobs if (k.duration_s, k.gpus, k.team) == (j.duration_s, j.gpus, j.team)) == 1]
+    assert moved and all(0 <= delay <= 60 and delay == int(delay) for delay in moved)
+    assert any(delay > 0 for delay in moved)
+
+
+def test_jitter_is_seeded():
+    trace = synthetic_trace(jobs=200, seed=2)
+    assert jittered(trace, seed=1, within_s=60) == jittered(trace, seed=1, within_s=60)
+    assert jittered(trace, seed=1, within_s=60).jobs != jittered(trace, seed=2, within_s=60).jobs
+
+
+def test_a_jittered_job_keeps_its_cancel_time_and_the_job_it_stands_for():
+    trace = Trace("t", (TraceJob(1, 0.0, 100, 1, "a"),
+                        TraceJob(2, 1.0, 100, 1, "a", cancel_at_s=50.0, stands_for=1)))
+    for seed in range(1, 20):
+        copy = jittered(trace, seed=seed, within_s=60)
+        piece = next(j for j in copy.jobs if j.stands_for is not None)
+        whole = next(j for j in copy.jobs if j.stands_for is None)
+        assert piece.stands_for == whole.id
+        assert piece.cancel_at_s - piece.submit_s == 49.0
+
+
+def test_the_suite_with_replicas_reads_each_ratio_with_its_spread_over_jittered_copies(tmp_path):
+    an_itp_log(tmp_path, jobs=300)
+    small = (SuiteTrace("small", "cluster07.csv.gz"),)
+    document = run_suite(tmp_path, policies=("kueue-like", "fifo-isolated", "gangway"), traces=small, workers=1,
+                         replicas=2)
+    assert [len(row["replicas"]) for row in document["rows"]] == [2, 2]
+    for row in document["rows"]:
+        assert row["replicas"][0]["mean_wait_ratio"]["gangway"] == ratio(row, "gangway")
+        assert row["replicas"][0]["p99_wait_ratio"] == ratio(row, "gangway", "p99_wait_s")
+    assert len(document["geomean_by_replica"]["gangway"]) == 2
+    table = suite_table(document, ("kueue-like", "fifo-isolated", "gangway"))
+    assert "×kueue, 2 runs" in table and "worst ×iso, 2 runs" in table
+
+
+def test_the_suite_without_replicas_has_no_spread_columns(tmp_path):
+    an_itp_log(tmp_path, jobs=100)
+    document = run_suite(tmp_path, policies=("kueue-like", "gangway"), traces=(SuiteTrace("small", "cluster07.csv.gz"),),
+                         workers=1)
+    assert "replicas" not in document and all("replicas" not in row for row in document["rows"])
+    assert "runs" not in suite_table(document, ("kueue-like", "fifo-isolated", "gangway"))
+
+
+def test_the_suite_refuses_fewer_than_one_replica(tmp_path):
+    with pytest.raises(SuiteError, match="--replicas must be at least 1, got 0"):
+        run_suite(tmp_path, replicas=0)
+
+
+def test_the_suite_always_runs_gangway_and_the_yardsticks_its_table_reads(tmp_path):
+    an_itp_log(tmp_path, jobs=60)
+    document = run_suite(tmp_path, policies=("kueue-like",), traces=(SuiteTrace("small", "cluster07.csv.gz"),), workers=1)
+    assert set(document["policies"]) == {"kueue-like", "fifo-isolated", "gangway"}
+    assert "geometric mean" in suite_table(document, tuple(document["policies"]))
