@@ -282,7 +282,7 @@ class _Cycle:
         if placement is None:
             self.fit_failures[shape] = message = fit_failure_message(job, self.fleet)
             return PendingReason.FIT, message
-        self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=())
+        self.admit(job, self.fleet.commit(placement, self.snapshot.now), check.is_borrowing, preempted=())
         return None
 
     # 5 ---------------------------------------------------------------------------------------
@@ -376,7 +376,8 @@ class _Cycle:
         check = self.ledger.check(job)
         if placement is None or not check.fits:  # pragma: no cover - the plan was checked on this state
             raise AssertionError(f"preemption plan for job {job.id} does not make room")
-        self.admit(job, self.fleet.commit(placement), check.is_borrowing, preempted=tuple(v.job_id for v in plan.victims))
+        self.admit(job, self.fleet.commit(placement, self.snapshot.now), check.is_borrowing,
+                   preempted=tuple(v.job_id for v in plan.victims))
         return None
 
     def plan_moves(self, job: Job) -> PlannedPreemption | None:
@@ -488,7 +489,8 @@ class _BaseState:
         self.queues = None
 
     def state_for(self, snapshot: Snapshot, holding: dict[int, Job]):
-        placement_rules = (snapshot.config.topology_aware, snapshot.config.single_pods_fleet_wide)
+        config = snapshot.config
+        placement_rules = (config.topology_aware, config.single_pods_fleet_wide, config.single_pods_beside_long_runners)
         if (
             self.nodes is not snapshot.nodes
             or self.queues is not snapshot.queues
@@ -519,7 +521,7 @@ class _BaseState:
 
 
 def _holding_key(job: Job) -> tuple:
-    return (job.placement, job.queue, job.flavor, job.pod_sets)
+    return (job.placement, job.queue, job.flavor, job.pod_sets, job.started_at)
 
 
 class _PerThread(threading.local):

@@ -16,6 +16,7 @@ job named a preferred level, which then wins whenever it fits.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -55,14 +56,18 @@ class FleetState:
 
     def __init__(
         self, nodes: Sequence[Node], topology: tuple[str, ...], *, topology_aware: bool = True,
-        single_pods_fleet_wide: bool = True,
+        single_pods_fleet_wide: bool = True, single_pods_beside_long_runners: bool = False,
     ) -> None:
         self.nodes = tuple(nodes)
         self.single_pods_fleet_wide = single_pods_fleet_wide
+        self.single_pods_beside_long_runners = single_pods_beside_long_runners
         self.topology = topology
         self.topology_aware = topology_aware
         self.index_of = {node.name: i for i, node in enumerate(self.nodes)}
         self.free = [node.allocatable_gpus - node.external_gpus for node in self.nodes]
+        self.starts: list[dict[float, int]] = [{} for _ in self.nodes]
+        """Per node: the start times of the pods on it, with their counts (math.inf: not started yet); kept only
+        for SchedulerConfig.single_pods_beside_long_runners, the one reader."""
         self.is_schedulable = [node.is_ready and not node.is_cordoned for node in self.nodes]
         self.class_ids: dict[NodeClass, int] = {}
         self.node_class = [self._class_id(node) for node in self.nodes]
@@ -99,6 +104,8 @@ class FleetState:
         new = object.__new__(FleetState)
         new.__dict__.update(self.__dict__)
         new.free = list(self.free)
+        if self.single_pods_beside_long_runners:
+            new.starts = [dict(starts) if starts else {} for starts in self.starts]
         states = []
         for state in self._states:
             c = _DomainState(state.domain)
@@ -145,6 +152,10 @@ class FleetState:
             )
             self._tolerated_cache[key] = cached
         return cached
+
+    def oldest_start(self, i: int) -> float:
+        """When the longest-running pod on the node started (math.inf: none has started)."""
+        return min(self.starts[i], default=math.inf)
 
     def domain_keys_of(self, i: int) -> list[str]:
         return [self._states[k].domain.key for k in self._node_domain_ix[i]]
@@ -198,17 +209,34 @@ class FleetState:
     def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):
             if pod.node in self.index_of:
-                self.allocate(self.index_of[pod.node], gpus)
+                i = self.index_of[pod.node]
+                self.allocate(i, gpus)
+                self._count_start(i, job.started_at, +1)
 
     def release_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):
             if pod.node in self.index_of:
-                self.release(self.index_of[pod.node], gpus)
+                i = self.index_of[pod.node]
+                self.release(i, gpus)
+                self._count_start(i, job.started_at, -1)
 
-    def commit(self, placement: GangPlacement) -> tuple[PodPlacement, ...]:
+    def commit(self, placement: GangPlacement, started_at: float | None = None) -> tuple[PodPlacement, ...]:
+        """Allocate the gang's pods, which start at `started_at` (None: not yet known)."""
         for pod, gpus in zip(placement.pods, placement.gpus_per_pod):
             self.allocate(pod.node_index, gpus)
+            self._count_start(pod.node_index, started_at, +1)
         return tuple(PodPlacement(p.pod_set, p.index, self.nodes[p.node_index].name) for p in placement.pods)
+
+    def _count_start(self, i: int, started_at: float | None, sign: int) -> None:
+        if not self.single_pods_beside_long_runners:
+            return
+        starts = self.starts[i]
+        key = math.inf if started_at is None else started_at
+        count = starts.get(key, 0) + sign
+        if count > 0:
+            starts[key] = count
+        else:
+            starts.pop(key, None)
 
     # --- placement -----------------------------------------------------------------------
 
@@ -300,6 +328,8 @@ class FleetState:
         return (broken, free_left, state.domain.key)
 
     def _assign(self, state: _DomainState, classes, pods) -> GangPlacement:
+        if len(pods) == 1 and self.single_pods_beside_long_runners:
+            return self._beside_long_runners(state, classes, *pods[0])
         buckets: dict[int, deque[int]] = {}
         smallest = min(gpus for _, gpus in pods)
         for i in state.domain.node_indices:
@@ -318,6 +348,16 @@ class FleetState:
             placed.append(PlacedPod(pod_set, index, i))
             sizes.append(gpus)
         return GangPlacement(state.domain, tuple(placed), tuple(sizes))
+
+    def _beside_long_runners(self, state: _DomainState, classes, pod_set: str, gpus: int) -> GangPlacement:
+        """SchedulerConfig.single_pods_beside_long_runners: a partly used node before a whole one; among those, the one
+        whose longest-running pod started first; then the tightest."""
+        free, is_eligible, is_whole_free, oldest_start = self.free, self.is_eligible, self.is_whole_free, self.oldest_start
+        chosen = min(
+            (i for i in state.domain.node_indices if free[i] >= gpus and is_eligible(i, classes)),
+            key=lambda i: (is_whole_free(i), oldest_start(i), free[i], i),
+        )
+        return GangPlacement(state.domain, (PlacedPod(pod_set, 0, chosen),), (gpus,))
 
     def _first_fit(self, job: Job) -> GangPlacement | None:
         """The naive baseline: pods in order, each on the first node by name that holds it."""
@@ -354,4 +394,5 @@ def fleet_state_for(snapshot: Snapshot) -> FleetState:
     """The snapshot's nodes, empty, under its config's placement rules."""
     config = snapshot.config
     return FleetState(snapshot.nodes, snapshot.topology, topology_aware=config.topology_aware,
-                      single_pods_fleet_wide=config.single_pods_fleet_wide)
+                      single_pods_fleet_wide=config.single_pods_fleet_wide,
+                      single_pods_beside_long_runners=config.single_pods_beside_long_runners)

@@ -25,10 +25,12 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
     reclaim = (f"a job on borrowed quota without checkpoints for {config.reclaim_at_cost_after_s:g} s is reclaimed at its "
                "displacement cost, unweighed" if config.reclaim_at_cost_after_s is not None else "")
     squatting = "; ".join(rule for rule in (lent_last, reclaim) if rule) or "off"
+    single_pod = ("the partly used node whose longest-running job has run longest, then the tightest"
+                  if config.single_pods_beside_long_runners else "the best-fitting node")
+    single_pod += " of the whole fleet" if config.single_pods_fleet_wide else " of the tightest rack or block"
     placement = (
         "a gang in the smallest rack or block that holds it, breaking the fewest whole nodes; a single pod on "
-        "the best-fitting node of the whole fleet"
-        if config.topology_aware else "first fit by node name"
+        + single_pod if config.topology_aware else "first fit by node name"
     )
     if not config.preemption_enabled:
         preemption = "off"

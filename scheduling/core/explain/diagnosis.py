@@ -134,7 +134,8 @@ class Diagnosis:
                 fleet = self.fleet
             else:
                 fleet = FleetState(nodes, self.fleet.topology, topology_aware=self.fleet.topology_aware,
-                                   single_pods_fleet_wide=self.fleet.single_pods_fleet_wide)
+                                   single_pods_fleet_wide=self.fleet.single_pods_fleet_wide,
+                                   single_pods_beside_long_runners=self.fleet.single_pods_beside_long_runners)
                 for holder in self.holding.values():
                     fleet.allocate_placement(holder.placement, holder)
             self._relaxed[variant] = fleet
