@@ -19,6 +19,8 @@ from scheduling.usage import UsageError
 
 LOCK_KEY = "gangway:reconcile:lock"
 REQUEST_KEY = "gangway:reconcile:requested"
+SKIPPED_WRITE_RETRY_S = 1.0
+"""A pass asked for by a write that finds another pass running tries again this much later."""
 logger = logging.getLogger("scheduling.tasks")
 
 
@@ -97,8 +99,8 @@ def _renew(lock, lease_s: float, done: threading.Event) -> None:
             logger.warning("reconcile lock %s: renewing the lease failed", lock.name, exc_info=True)
 
 
-@shared_task(name="scheduling.tasks.reconcile", ignore_result=True)
-def reconcile(after_write: bool = False) -> dict:
+@shared_task(name="scheduling.tasks.reconcile", ignore_result=True, bind=True)
+def reconcile(self, after_write: bool = False) -> dict:
     """One pass. After a person's change (a submission, a cancel, a quota edit) or a pass that moved jobs, the
     start estimates are recomputed at once rather than at the next GANGWAY_ESTIMATE_INTERVAL_S."""
     from scheduling.services.reconcile import reconcile_pass_run
@@ -107,6 +109,10 @@ def reconcile(after_write: bool = False) -> dict:
         _request_started(REQUEST_KEY)
     with reconcile_lock() as acquired:
         if not acquired:
+            if after_write and not self.request.is_eager:
+                # The pass holding the lock may have read the state before the write committed: ask again after it,
+                # or the write would wait for the next beat.
+                _request_once(REQUEST_KEY, reconcile, countdown_s=SKIPPED_WRITE_RETRY_S, after_write=True)
             return {"skipped": True}
         result = reconcile_pass_run()
     if after_write or result.admitted or result.finished or result.preempted or result.evicted:

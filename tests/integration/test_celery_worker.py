@@ -72,3 +72,28 @@ def test_a_second_pass_skips_while_another_holds_the_redis_lock(transactional_db
     finally:
         lock.release()
     assert reconcile.apply().get()["skipped"] is False
+
+
+@pytest.mark.parametrize("after_write, asks_again", [
+    pytest.param(True, True, id="a pass a write asked for that finds another running asks again after it"),
+    pytest.param(False, False, id="a beat pass that finds another running just skips"),
+])
+def test_a_skipped_pass_asks_again_only_for_a_write(transactional_db, services_are_real, org, after_write, asks_again):
+    from unittest import mock
+
+    from scheduling.tasks import REQUEST_KEY, SKIPPED_WRITE_RETRY_S
+
+    services_are_real.delete(REQUEST_KEY)
+    lock = services_are_real.lock(LOCK_KEY, timeout=30)
+    assert lock.acquire(blocking=False)
+    try:
+        with mock.patch.object(reconcile, "apply_async") as later:
+            assert reconcile.run(after_write=after_write) == {"skipped": True}
+        if asks_again:
+            later.assert_called_once_with(kwargs={"after_write": True}, countdown=SKIPPED_WRITE_RETRY_S)
+            assert services_are_real.exists(REQUEST_KEY)
+        else:
+            later.assert_not_called()
+    finally:
+        lock.release()
+        services_are_real.delete(REQUEST_KEY)

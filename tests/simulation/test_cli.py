@@ -51,3 +51,8 @@ def test_a_bad_trace_exits_with_the_line_number(tmp_path, capsys):
     trace.write_text("submit_time_s,duration_s,num_gpus\n0,1,1\n0,-1,1\n")
     assert main(["--trace", str(trace), "--fleet", str(fleet), "--no-progress"]) == 2
     assert "line 3: duration_s must be > 0" in capsys.readouterr().err
+
+
+def test_fewer_than_one_replica_is_a_clear_error(capsys):
+    assert main(["--suite", "--replicas", "0", "--no-progress"]) == 2
+    assert "--replicas must be at least 1, got 0" in capsys.readouterr().err
