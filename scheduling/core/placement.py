@@ -12,6 +12,10 @@ Levels are tried finest first. Within a level the domain that breaks the fewest 
 wins, then the one left with the fewest free GPUs (tightest), then the key (stable). A coarser
 level is taken only when it breaks fewer whole nodes (or the finer one does not fit), unless the
 job named a preferred level, which then wins whenever it fits.
+
+Under the admin's option SchedulerConfig.single_pods_beside_long_runners a one-pod job takes, within its domain, the
+partly used node whose longest-running pod started first instead of the tightest. It still breaks a whole node only
+when no partly used node holds it, so the domain's score (whole nodes broken, GPUs left) is the same as best fit's.
 """
 
 from __future__ import annotations
