@@ -150,7 +150,8 @@ def two_passes(data):
     arrivals (the one that plans preemptions)."""
     nodes = data.draw(fleets())
     queues = data.draw(queue_sets())
-    config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=data.draw(st.sampled_from([0.0, 1e9])))
+    config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=data.draw(st.sampled_from([0.0, 1e9])),
+                             single_pods_beside_long_runners=data.draw(st.booleans()))
     first = Snapshot(
         now=1000.0, topology=TOPOLOGY, nodes=nodes, queues=queues, admitted=(),
         pending=tuple(data.draw(job_streams(queues, 1))), config=config,
