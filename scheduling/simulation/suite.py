@@ -268,9 +268,9 @@ def suite_rows(document: dict, policies: tuple[str, ...] = tuple(POLICIES)) -> l
 
 
 def _interval(values: list[float]) -> str:
-    """The mean over replicas and its 95 % interval (Student's t)."""
+    """The mean over replicas and its 95 % interval (Student's t), cut at 0: every figure shown is a ratio."""
     spread = estimate(values)
-    return f"{spread.mean:.2f} ({spread.low:.2f}–{spread.high:.2f})"
+    return f"{spread.mean:.2f} ({max(spread.low, 0.0):.2f}–{spread.high:.2f})"
 
 
 def suite_table(document: dict, policies: tuple[str, ...] = tuple(POLICIES)) -> str:

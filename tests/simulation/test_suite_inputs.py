@@ -174,3 +174,10 @@ def test_the_suite_always_runs_gangway_and_the_yardsticks_its_table_reads(tmp_pa
     document = run_suite(tmp_path, policies=("kueue-like",), traces=(SuiteTrace("small", "cluster07.csv.gz"),), workers=1)
     assert set(document["policies"]) == {"kueue-like", "fifo-isolated", "gangway"}
     assert "geometric mean" in suite_table(document, tuple(document["policies"]))
+
+
+def test_a_ratios_interval_is_cut_at_zero():
+    from scheduling.simulation.suite import _interval
+
+    assert _interval([0.01, 0.0, 0.03]) == "0.01 (0.00–0.05)"
+    assert _interval([1.0, 1.0, 1.0]) == "1.00 (1.00–1.00)"
