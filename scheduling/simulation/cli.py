@@ -15,7 +15,7 @@ from scheduling.simulation.engine import simulate
 from scheduling.simulation.fleet import FleetError
 from scheduling.simulation.gaming import SEEDS as GAMING_SEEDS, gaming_table, run_gaming
 from scheduling.simulation.metrics import add_fairness, summarize
-from scheduling.simulation.policies import POLICIES, get_policy, with_approval
+from scheduling.simulation.policies import POLICIES, get_policy, with_approval, with_overrides
 from scheduling.simulation.report import table, team_table, write_plot
 from scheduling.simulation.scenario import build_scenario
 from scheduling.simulation.suite import SETS as SUITE_SETS, SuiteError, run_suite, suite_table
@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=1,
                         help="--suite: also replay this many − 1 copies of every trace, each job submitted up to a minute "
                              "later (seeded), and show gangway's ratios with their spread (default 1: the logs as they are)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                        help="change a SchedulerConfig field of the gangway policy for this run (repeatable; --suite and "
+                             "replays), e.g. --set single_pods_beside_long_runners=true --set payoff_margin=4")
     parser.add_argument("--traces-dir", default=None,
                         help="directory of the ITP traces for --suite (default: ../shared/traces/microsoft_itp_elasticflow "
                              "relative to the project root)")
@@ -71,6 +74,7 @@ def run(options: argparse.Namespace | dict, stdout: TextIO = sys.stdout, stderr:
     if o.get("scenario") == "gaming":
         return run_gaming_command(o, stdout, stderr)
     policies = [with_approval(get_policy(name.strip()), o.get("approve")) for name in o["policy"].split(",") if name.strip()]
+    policies = [with_overrides(p, o.get("overrides") or ()) if p.name == "gangway" else p for p in policies]
     loaded = time.perf_counter()
     scenario = build_scenario(
         o["trace"], fleet=o.get("fleet"), quotas=o.get("quotas"), scale=o.get("scale", 1.0),
@@ -133,11 +137,13 @@ def run_suite_command(o: dict, stdout: TextIO, stderr: TextIO) -> dict:
     document = run_suite(
         o.get("traces_dir"), policies=names, traces=SUITE_SETS[o["suite"]], workers=o.get("workers"),
         progress=None if quiet else (lambda line: print(f"  {line}", file=stderr, flush=True)),
-        replicas=1 if o.get("replicas") is None else o["replicas"],
+        replicas=1 if o.get("replicas") is None else o["replicas"], overrides=tuple(o.get("overrides") or ()),
     )
     document["wall_s"] = time.perf_counter() - started
     print("waits in seconds; ratios are mean waits ÷ kueue-like's (< 1: shorter); GPU-h lost in % of GPU-h served",
           file=stdout)
+    if document["config_overrides"]:
+        print(f"gangway with --set {' --set '.join(document['config_overrides'])}", file=stdout)
     print(suite_table(document, document["policies"]), file=stdout)
     print(f"suite: {len(document['rows'])} rows in {document['wall_s']:.0f}s wall", file=stdout)
     return _written(document, o, stdout)

@@ -14,8 +14,8 @@ would change them is turned off here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Mapping, Sequence
 
 from scheduling.core.model import (
     Node,
@@ -155,6 +155,47 @@ def get_policy(name: str) -> Policy:
         raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}") from None
 
 
+def with_overrides(policy: Policy, overrides: Sequence[str]) -> Policy:
+    """The policy with `FIELD=VALUE` overrides of its SchedulerConfig (`--set`), each value read as the field's
+    default is typed: true/false, a number, `none` where the default is none, numbers separated by commas for a tuple."""
+    if not overrides:
+        return policy
+    defaults = {f.name: getattr(policy.config, f.name) for f in fields(SchedulerConfig)}
+    changes = {}
+    for override in overrides:
+        name, sep, text = override.partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or name not in defaults:
+            raise ValueError(f"--set {override!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(defaults))}")
+        try:
+            changes[name] = _override_value(defaults[name], text)
+        except ValueError as error:
+            raise ValueError(f"--set {name}={text}: {error}") from None
+    return replace(policy, config=replace(policy.config, **changes))
+
+
+def _override_value(default, text: str):
+    lowered = text.lower()
+    if isinstance(default, bool):
+        if lowered in ("true", "on", "yes", "1"):
+            return True
+        if lowered in ("false", "off", "no", "0"):
+            return False
+        raise ValueError("expected true or false")
+    if lowered == "none" and (default is None or isinstance(default, float)):
+        return None
+    try:
+        if isinstance(default, tuple):
+            return tuple(float(part) for part in text.split(",") if part.strip())
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float) or default is None:
+            return float(text)
+    except ValueError:
+        raise ValueError("expected a whole number" if isinstance(default, int) else "expected a number") from None
+    return text
+
+
 def with_approval(policy: Policy, approve: str | None) -> Policy:
     if approve is None:
         return policy
@@ -163,4 +204,4 @@ def with_approval(policy: Policy, approve: str | None) -> Policy:
     return replace(policy, approve=approve)
 
 
-__all__ = ["POLICIES", "Policy", "get_policy", "partition", "with_approval"]
+__all__ = ["POLICIES", "Policy", "get_policy", "partition", "with_approval", "with_overrides"]

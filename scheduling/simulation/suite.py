@@ -19,7 +19,7 @@ from typing import Callable
 from scheduling.simulation.confidence import estimate
 from scheduling.simulation.engine import Scenario, simulate
 from scheduling.simulation.metrics import add_fairness, summarize
-from scheduling.simulation.policies import POLICIES, get_policy
+from scheduling.simulation.policies import POLICIES, get_policy, with_overrides
 from scheduling.simulation.scenario import build_scenario
 from scheduling.simulation.trace import jittered
 
@@ -92,9 +92,10 @@ def _scenario(trace: SuiteTrace, traces_dir: str, checkpoint_s: int | None, repl
 
 
 def _run_one(task: tuple) -> tuple:
-    trace, checkpoint_s, policy_name, traces_dir, replica = task
+    trace, checkpoint_s, policy_name, traces_dir, replica, overrides = task
     scenario = _scenario(trace, traces_dir, checkpoint_s, replica)
-    result = simulate(scenario, get_policy(policy_name))
+    policy = get_policy(policy_name)
+    result = simulate(scenario, with_overrides(policy, overrides) if policy_name == UNDER_TEST else policy)
     summary = summarize(result)
     summary.pop("timeline")
     summary["scenario"] = {"name": scenario.name, "jobs": len(scenario.trace.jobs), "nodes": len(scenario.fleet.nodes),
@@ -103,7 +104,7 @@ def _run_one(task: tuple) -> tuple:
 
 
 def tasks(traces_dir: Path, policies: tuple[str, ...], traces: tuple[SuiteTrace, ...] = TRACES,
-          replicas: int = 1) -> list[tuple]:
+          replicas: int = 1, overrides: tuple[str, ...] = ()) -> list[tuple]:
     """Per replica: one run per trace and yardstick; one per trace and checkpoint setting for preempting policies."""
     result = []
     for replica in range(replicas):
@@ -111,7 +112,7 @@ def tasks(traces_dir: Path, policies: tuple[str, ...], traces: tuple[SuiteTrace,
             for name in policies:
                 preempts = POLICIES[name].config.preemption_enabled
                 for checkpoint_s in CHECKPOINTS_S if preempts else (None,):
-                    result.append((trace, checkpoint_s, name, str(traces_dir), replica))
+                    result.append((trace, checkpoint_s, name, str(traces_dir), replica, overrides))
     return result
 
 
@@ -123,17 +124,21 @@ def run_suite(
     workers: int | None = None,
     progress: Callable[[str], None] | None = None,
     replicas: int = 1,
+    overrides: tuple[str, ...] = (),
 ) -> dict:
     """The table's rows are the traces as logged. With `replicas` > 1, every row also gets the figures of
-    `replicas` − 1 jittered copies (`JITTER_S`), so a ratio can be read with its spread."""
+    `replicas` − 1 jittered copies (`JITTER_S`), so a ratio can be read with its spread. `overrides` (`FIELD=VALUE`)
+    change gangway's SchedulerConfig only: the yardsticks stay as they are."""
     if replicas < 1:
         raise SuiteError(f"--replicas must be at least 1, got {replicas}")
+    overrides = tuple(overrides)
+    with_overrides(POLICIES[UNDER_TEST], overrides)  # a bad override fails here, not in a worker
     traces_dir = Path(traces_dir) if traces_dir is not None else default_traces_dir()
     check_traces_dir(traces_dir, traces)
     for name in (BASELINE, "fifo-isolated", UNDER_TEST):
         if name not in policies:
             policies = (*policies, name)
-    todo = tasks(traces_dir, policies, traces, replicas)
+    todo = tasks(traces_dir, policies, traces, replicas, overrides)
     # The longest runs first, so the pool's last minutes are not one worker alone on Philly.
     todo.sort(key=lambda task: (task[0].source != "philly", task[2] != UNDER_TEST))
     done: dict[tuple, dict] = {}
@@ -165,7 +170,7 @@ def run_suite(
                     replica_figures({"policies": runs_of(trace, checkpoint_s, k)}, policies) for k in range(1, replicas)
                 ]
             rows.append(row)
-    document = {"traces_dir": str(traces_dir), "policies": list(policies), "rows": rows,
+    document = {"traces_dir": str(traces_dir), "policies": list(policies), "config_overrides": list(overrides), "rows": rows,
                 "geomean_mean_wait_ratio": geomeans(rows, policies)}
     if replicas > 1:
         document |= {"replicas": replicas, "jitter_s": JITTER_S, "geomean_by_replica": replica_geomeans(rows, policies)}
