@@ -161,6 +161,7 @@ def with_overrides(policy: Policy, overrides: Sequence[str]) -> Policy:
     if not overrides:
         return policy
     defaults = {f.name: getattr(policy.config, f.name) for f in fields(SchedulerConfig)}
+    optional = {f.name for f in fields(SchedulerConfig) if "None" in str(f.type)}
     changes = {}
     for override in overrides:
         name, sep, text = override.partition("=")
@@ -168,13 +169,13 @@ def with_overrides(policy: Policy, overrides: Sequence[str]) -> Policy:
         if not sep or name not in defaults:
             raise ValueError(f"--set {override!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(defaults))}")
         try:
-            changes[name] = _override_value(defaults[name], text)
+            changes[name] = _override_value(defaults[name], text, optional=name in optional)
         except ValueError as error:
             raise ValueError(f"--set {name}={text}: {error}") from None
     return replace(policy, config=replace(policy.config, **changes))
 
 
-def _override_value(default, text: str):
+def _override_value(default, text: str, *, optional: bool):
     lowered = text.lower()
     if isinstance(default, bool):
         if lowered in ("true", "on", "yes", "1"):
@@ -182,7 +183,7 @@ def _override_value(default, text: str):
         if lowered in ("false", "off", "no", "0"):
             return False
         raise ValueError("expected true or false")
-    if lowered == "none" and (default is None or isinstance(default, float)):
+    if lowered == "none" and optional:
         return None
     try:
         if isinstance(default, tuple):

@@ -93,8 +93,10 @@ class Trace:
 
 
 def _renumber(jobs: list[TraceJob]) -> tuple[TraceJob, ...]:
+    """Ids 1…n in submit order; a job that stands for another keeps pointing at it."""
     ordered = sorted(jobs, key=lambda job: (job.submit_s, job.id))
-    return tuple(replace(j, id=i) for i, j in enumerate(ordered, start=1))
+    new_id = {job.id: i for i, job in enumerate(ordered, start=1)}
+    return tuple(replace(job, id=new_id[job.id], stands_for=new_id.get(job.stands_for)) for job in ordered)
 
 
 def jittered(trace: Trace, *, seed: int, within_s: float) -> Trace:
@@ -109,10 +111,7 @@ def jittered(trace: Trace, *, seed: int, within_s: float) -> Trace:
         delay_s = round(rng.uniform(0.0, within_s))
         cancel_at_s = job.cancel_at_s + delay_s if job.cancel_at_s is not None else None
         moved.append(replace(job, submit_s=job.submit_s + delay_s, cancel_at_s=cancel_at_s))
-    moved.sort(key=lambda job: (job.submit_s, job.id))
-    new_id = {job.id: i for i, job in enumerate(moved, start=1)}
-    jobs = tuple(replace(job, id=new_id[job.id], stands_for=new_id.get(job.stands_for)) for job in moved)
-    return replace(trace, name=f"{trace.name}, jittered (seed {seed})", jobs=jobs)
+    return replace(trace, name=f"{trace.name}, jittered (seed {seed})", jobs=_renumber(moved))
 
 
 # --- Philly ----------------------------------------------------------------------------------
