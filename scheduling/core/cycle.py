@@ -23,6 +23,7 @@ from scheduling.core.defragmentation import (
     plan_defragmentation,
 )
 from scheduling.core.fairshare import borrows_without_checkpoints, queue_order_key, sort_queue
+from scheduling.core.drain import Drain, choose_drain, kept_off_drain
 from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.model import (
     FLEET,
@@ -80,6 +81,7 @@ def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
         cycle.evict_gangs_not_ready()
         cycle.build_state()
         cycle.order_queues()
+        cycle.choose_drain()
         for queue_name in cycle.queues_by_fair_share():
             cycle.serve(queue_name)
         return cycle.result()
@@ -117,7 +119,8 @@ class _Cycle:
         self.class_limits = PriorityClassLimits(snapshot.priority_class_caps, self.holding.values())
         self.protected: set[int] = set()
         # Capacity only shrinks while nothing is preempted, so a failure stays a failure until then.
-        self.fit_failures: dict[tuple, str] = {}
+        self.fit_failures: dict[tuple, Verdict] = {}
+        self.drain: Drain | None = None
         self.quota_failures: dict[tuple, str] = {}
         self.known_failures: dict[tuple, tuple[PendingReason, str]] = {}
         self.preempting_queues: set[str] = set()
@@ -134,6 +137,13 @@ class _Cycle:
             self.by_queue.setdefault(job.queue, []).append(job)
         for jobs in self.by_queue.values():
             sort_queue(jobs, self.config.service_levels_gpu_h)
+
+    def choose_drain(self) -> None:
+        """SchedulerConfig.drain_for_underserved_gangs: the gang, if any, whose nodes jobs that would borrow keep off."""
+        if self.config.drain_for_underserved_gangs:
+            snapshot = self.snapshot
+            self.drain = choose_drain(self.by_queue, snapshot.queues, snapshot.historical_usage, self.ledger, self.fleet,
+                                      snapshot.now)
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):
@@ -260,9 +270,16 @@ class _Cycle:
             if known is None:
                 return None
             self.known_failures[key] = known
-        if job.queue in self.preempting_queues:
+        if job.queue in self.preempting_queues or known[0] is PendingReason.ORDER:
             return known
-        return self.try_preemption(job, *known)
+        with self.fleet.holding_back(self.drained_for(job)):
+            return self.try_preemption(job, *known)
+
+    def drained_for(self, job: Job) -> tuple[int, ...]:
+        """The nodes the job keeps off: those of the cycle's drain when the job would borrow (core.drain)."""
+        if self.drain is None or not self.ledger.would_borrow(job):
+            return ()
+        return self.drain.nodes
 
     def check_quota_and_fit(self, job: Job) -> Verdict | None:
         """Admit the job if it passes quota and placement; else the reason, with its message."""
@@ -274,14 +291,20 @@ class _Cycle:
         if not check.fits:
             self.quota_failures[quota_key] = message = check.message(job.queue)
             return PendingReason.QUOTA, message
-        shape = job.shape
-        message = self.fit_failures.get(shape)
-        if message is not None:
-            return PendingReason.FIT, message
-        placement = self.fleet.place(job)
+        drained = self.drained_for(job)
+        shape = (job.shape, "drained") if drained else job.shape
+        known = self.fit_failures.get(shape)
+        if known is not None:
+            return known
+        with self.fleet.holding_back(drained):
+            placement = self.fleet.place(job)
         if placement is None:
-            self.fit_failures[shape] = message = fit_failure_message(job, self.fleet)
-            return PendingReason.FIT, message
+            if drained and self.fleet.fits(job):
+                known = PendingReason.ORDER, kept_off_drain(self.drain, self.fleet)
+            else:
+                known = PendingReason.FIT, fit_failure_message(job, self.fleet)
+            self.fit_failures[shape] = known
+            return known
         self.admit(job, self.fleet.commit(placement, self.snapshot.now), check.is_borrowing, preempted=())
         return None
 

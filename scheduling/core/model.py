@@ -264,6 +264,13 @@ class SchedulerConfig:
     lengthens cluster02's checkpointed waits by a third and loses 2.3 % of the synthetic row's GPU-hours, and in the
     gaming scenario it sped up the honest runs more than the gamed ones, so squatting there cost the others ×1.053 their
     honest wait (docs/simulation.md, docs/gaming.md)."""
+    drain_for_underserved_gangs: bool = False
+    """An admin's option: the longest-waiting gang that its team's nominal quota holds but no set of nodes fits, of a
+    team that has used less than half the average team's share, gets the nodes it needs drained: jobs that would
+    borrow keep off them until it starts (core.drain). Without checkpoints nothing else brings such a team its whole
+    nodes back. Off by default: on the policy suite it brings Philly's team e13805 from 1.8× to 1.07× its
+    `fifo-isolated` wait and changes no other row, but on Philly ×0.2 it lengthens every job's mean wait by 5 % and
+    leaves that team at 7× (docs/simulation.md, since stop 29). The start estimates do not model it yet."""
     preempt_only_when_it_pays: bool = True
     """A plan runs only when its displacement cost is below the gang's gain (core.payoff)."""
     payoff_margin: float = 3.0

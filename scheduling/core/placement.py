@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from scheduling.core.model import FLEET, Job, Node, PodPlacement, Snapshot, TopologyRequest
 from scheduling.core.topology import Domain, build_domains, levels_to_try
@@ -209,6 +210,16 @@ class FleetState:
     def release_nodes(self, gpus_by_node: Iterable[tuple[int, int]]) -> None:
         for i, gpus in gpus_by_node:
             self._shift(i, +gpus)
+
+    @contextmanager
+    def holding_back(self, nodes: Iterable[int]) -> Iterator[None]:
+        """Within the block, the free GPUs of `nodes` count as taken (a drain keeps a job off them)."""
+        held = [(i, self.free[i]) for i in nodes if self.free[i] > 0]
+        self.allocate_nodes(held)
+        try:
+            yield
+        finally:
+            self.release_nodes(held)
 
     def allocate_placement(self, placement: Iterable[PodPlacement], job: Job) -> None:
         for pod, gpus in _pods_with_gpus(placement, job):

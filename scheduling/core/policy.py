@@ -52,6 +52,9 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         f"the cheapest partly used nodes when the drain it spares exceeds {config.payoff_margin:g}× their lost work"
         if config.preemption_enabled and config.defragment_for_owed_gangs else "off"
     )
+    drains = ("jobs that would borrow keep off the nodes the longest-waiting gang of a team that has used less than half "
+              "the average share needs, while its quota holds it and no set of nodes does"
+              if config.drain_for_underserved_gangs else "off")
     return {"order": order, "fair_share": fair_share, "placement": placement, "preemption": preemption,
-            "defragmentation": defragmentation, "starvation_reservations": starvation, "idle_allocations": idle,
+            "defragmentation": defragmentation, "drains": drains, "starvation_reservations": starvation, "idle_allocations": idle,
             "borrowed_without_checkpoints": squatting}

@@ -25,7 +25,8 @@ Skipping cycles that cannot change anything (what makes a 68,503-job replay take
    plan depends on more than free capacity — which jobs are protected (admitted in this very
    cycle), which queues borrow right now, displacement costs that grow with time — so an old
    pending job may succeed where it failed before even when no GPUs were freed. So with idle
-   jobs suspended (SchedulerConfig.suspend_idle_jobs): a cycle frees GPUs when a job turns idle.
+   jobs suspended (SchedulerConfig.suspend_idle_jobs): a cycle frees GPUs when a job turns idle; and with drains
+   (SchedulerConfig.drain_for_underserved_gangs): a job kept off a drain fits in the first cycle after the drained-for gang starts.
 
 4. **Strict FIFO without preemption → only what the cycle can reach of each queue.** A strict FIFO
    queue stops at its first blocked job, and a cycle without preemption can give its jobs at most the
@@ -196,8 +197,10 @@ class Engine:
         self.usage = {name: 0.0 for name in self.queues}
         self.log_enabled = log
         self.always_full = always_full
-        self.frees_gpus = self.config.preemption_enabled or self.config.suspend_idle_jobs
-        """Whether a cycle may free GPUs (rule 3); with every gang ready, one that may not only takes capacity."""
+        self.reopens_failures = (self.config.preemption_enabled or self.config.suspend_idle_jobs
+                                 or self.config.drain_for_underserved_gangs)
+        """Whether a job that failed the last cycle may pass the next with no GPUs freed by an end (rule 3): a cycle
+        may free GPUs, or the gang a drain held jobs back for may have started; otherwise a cycle only takes capacity."""
         self.result = SimResult(
             policy.name, self.records, [], sum(self.whole), len(self.nodes),
             horizon_s=max((j.submit_s for j in scenario.trace.jobs), default=0.0),
@@ -223,7 +226,7 @@ class Engine:
             heap.append((change.at_s, QUOTA, k, 0))
         heapq.heapify(heap)
         total = 2 * len(self.scenario.trace.jobs)
-        full_cycles = self.frees_gpus or self.always_full
+        full_cycles = self.reopens_failures or self.always_full
         interval = self.scenario.cycle_interval_s
         batches = 0
         # What happened since the last cycle: with a beat, it builds up between beats.
@@ -300,7 +303,7 @@ class Engine:
         approved: dict[int, frozenset[int]] = {}
         for _ in range(MAX_APPROVAL_ROUNDS):
             names = self.pending if full else arrived
-            room_gpus = None if self.always_full or self.frees_gpus else sum(self.free)
+            room_gpus = None if self.always_full or self.reopens_failures else sum(self.free)
             pending = tuple(chain.from_iterable(self._pending_of(name, room_gpus, t) for name in names))
             snapshot = Snapshot(
                 now=t,

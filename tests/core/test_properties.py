@@ -151,10 +151,12 @@ def two_passes(data):
     nodes = data.draw(fleets())
     queues = data.draw(queue_sets())
     config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=data.draw(st.sampled_from([0.0, 1e9])),
-                             single_pods_beside_long_runners=data.draw(st.booleans()))
+                             single_pods_beside_long_runners=data.draw(st.booleans()),
+                             drain_for_underserved_gangs=data.draw(st.booleans()))
+    usage = {name: data.draw(st.sampled_from([0.0, 1e3, 1e6])) for name in queues}  # some teams under-served
     first = Snapshot(
         now=1000.0, topology=TOPOLOGY, nodes=nodes, queues=queues, admitted=(),
-        pending=tuple(data.draw(job_streams(queues, 1))), config=config,
+        pending=tuple(data.draw(job_streams(queues, 1))), config=config, historical_usage=usage,
     )
     first_result = run_admission_cycle(first)
     second = replace(

@@ -108,7 +108,7 @@ def test_a_suite_trace_is_built_with_its_teams_load_and_seed(tmp_path, trace, ex
 
 def test_the_robustness_set_asks_for_the_suites_itp_traces_only():
     assert {t.source for t in ROBUSTNESS_TRACES if t.source.endswith(".gz")} <= {t.source for t in TRACES}
-    assert len(set(ROBUSTNESS_TRACES)) == len(ROBUSTNESS_TRACES) == 9
+    assert len(set(ROBUSTNESS_TRACES)) == len(ROBUSTNESS_TRACES) == 11
 
 
 def test_a_jittered_trace_submits_every_job_up_to_the_jitter_later_and_keeps_the_work():
