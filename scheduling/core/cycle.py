@@ -22,8 +22,8 @@ from scheduling.core.defragmentation import (
     nodes_emptied,
     plan_defragmentation,
 )
-from scheduling.core.fairshare import borrows_without_checkpoints, queue_order_key, sort_queue
 from scheduling.core.drain import Drain, choose_drain, kept_off_drain
+from scheduling.core.fairshare import borrows_without_checkpoints, queue_order_key, sort_queue
 from scheduling.core.idle import idle_suspensions, is_flagged_idle
 from scheduling.core.model import (
     FLEET,
@@ -68,7 +68,8 @@ def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
     2. Build the fleet state and the quota ledger from what still holds GPUs.
     3. Order each queue's pending jobs: priority, then submit time.
     4. Serve queues by fair share, lowest first; take each queue's jobs in order and admit the
-       first that passes quota and placement, then re-rank the queue.
+       first that passes quota and placement, then re-rank the queue. Under the admin's option
+       drain_for_underserved_gangs, jobs that would borrow keep off the nodes draining for one gang (core.drain).
     5. For a job blocked by quota or placement, plan a preemption; execute plans that need no
        approval, propose the others.
     6. Everything else stays pending with its reason.

@@ -26,7 +26,8 @@ Skipping cycles that cannot change anything (what makes a 68,503-job replay take
    cycle), which queues borrow right now, displacement costs that grow with time — so an old
    pending job may succeed where it failed before even when no GPUs were freed. So with idle
    jobs suspended (SchedulerConfig.suspend_idle_jobs): a cycle frees GPUs when a job turns idle; and with drains
-   (SchedulerConfig.drain_for_underserved_gangs): a job kept off a drain fits in the first cycle after the drained-for gang starts.
+   (SchedulerConfig.drain_for_underserved_gangs): a job kept off a drain fits in the first cycle after the
+   drained-for gang starts.
 
 4. **Strict FIFO without preemption → only what the cycle can reach of each queue.** A strict FIFO
    queue stops at its first blocked job, and a cycle without preemption can give its jobs at most the
