@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scheduling.core.attained import NO_SERVICE_ORDER, ServiceOrder
 from scheduling.core.fairshare import order_key
 from scheduling.core.model import Job, Queue
 from scheduling.core.quota import QuotaLedger, cohort_of
@@ -67,7 +68,7 @@ def account_weight(members: list[Queue]) -> float:
 
 
 def account_order_key(queue: Queue, accounts: FairShareAccounts, ledger: QuotaLedger, head: Job,
-                      levels_gpu_h: tuple[float, ...] = (), *, last: bool = False) -> tuple:
+                      service: ServiceOrder = NO_SERVICE_ORDER, *, last: bool = False) -> tuple:
     """Lowest first: the team's share, then its faded history, then the queue's head job (as fairshare.queue_order_key)."""
-    return order_key(accounts.share(queue.team, ledger), accounts.weighted_history(queue.team), queue.name, head, levels_gpu_h,
+    return order_key(accounts.share(queue.team, ledger), accounts.weighted_history(queue.team), queue.name, head, service,
                      last=last)

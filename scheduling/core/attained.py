@@ -11,12 +11,18 @@ checkpoints loses everything it ran when stopped, and its long attained service 
 it likely to be nearly done: on the policy suite, stopping such jobs for newcomers threw away
 thousands of GPU-hours and lengthened waits (docs/simulation.md). It can still be reclaimed when it
 borrows, where the payoff rule weighs that loss.
+
+A job stopped after a long run waits behind every fresh job of its queue, and on a busy fleet fresh jobs never
+stop coming: as Tiresias' STARVELIMIT does, a pending job that has waited `SchedulerConfig.promote_after_waiting`
+times as long as it has run goes back to the first level (`ServiceOrder`). Only its place in the queue changes:
+which jobs it may preempt for attained service, and which may preempt it, still go by the service it has attained.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from scheduling.core.model import Job, SchedulerConfig
 
@@ -35,6 +41,38 @@ def service_level(gpu_s: float, levels_gpu_h: tuple[float, ...]) -> int:
 
 def level_of(job: Job, now: float, levels_gpu_h: tuple[float, ...]) -> int:
     return service_level(attained_gpu_s(job, now), levels_gpu_h) if levels_gpu_h else 0
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceOrder:
+    """How attained service ranks pending jobs at one moment: the levels, and when a job that waited long goes
+    back to the first one."""
+
+    levels_gpu_h: tuple[float, ...] = ()
+    promote_after_waiting: float | None = None
+    """A job goes back to level 0 once it has been pending this many times as long as it has run; None: never."""
+    now: float = 0.0
+
+    @classmethod
+    def at(cls, config: SchedulerConfig, now: float) -> "ServiceOrder":
+        return cls(config.service_levels_gpu_h, config.promote_after_waiting, now)
+
+    def pending_level(self, job: Job) -> int:
+        """The level a pending job ranks at in its queue: 0 without levels, for a fresh job, or once promoted."""
+        if not self.levels_gpu_h or not job.attained_gpu_s or self.is_promoted(job):
+            return 0
+        return service_level(job.attained_gpu_s, self.levels_gpu_h)
+
+    def is_promoted(self, job: Job) -> bool:
+        """The pending job ran before and has since spent `promote_after_waiting` times its run time pending."""
+        if self.promote_after_waiting is None or not job.attained_gpu_s:
+            return False
+        ran_s = job.attained_gpu_s / max(job.gpus, 1)
+        return self.now - job.submitted_at - ran_s >= self.promote_after_waiting * ran_s
+
+
+NO_SERVICE_ORDER = ServiceOrder()
+"""Priority and FIFO only: Job.queue_order."""
 
 
 def served_longer(victim: Job, job: Job, now: float, levels_gpu_h: tuple[float, ...]) -> bool:

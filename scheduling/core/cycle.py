@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduling.core.accounts import FairShareAccounts, account_order_key
+from scheduling.core.attained import ServiceOrder
 from scheduling.core.borrowed import all_reclaimable_at_cost
 from scheduling.core.defragmentation import (
     is_movable,
@@ -101,6 +102,7 @@ class _Cycle:
         self.config = self.snapshot.config
         self.evictions = []
         self.starving_before = starving_before(self.snapshot.now, self.config)
+        self.service = ServiceOrder.at(self.config, self.snapshot.now)
 
     # 1 ---------------------------------------------------------------------------------------
     def evict_gangs_not_ready(self) -> None:
@@ -137,7 +139,7 @@ class _Cycle:
         for job in self.snapshot.pending:
             self.by_queue.setdefault(job.queue, []).append(job)
         for jobs in self.by_queue.values():
-            sort_queue(jobs, self.config.service_levels_gpu_h)
+            sort_queue(jobs, self.service)
 
     def choose_drain(self) -> None:
         """SchedulerConfig.drain_for_underserved_gangs: the gang, if any, whose nodes jobs that would borrow keep off."""
@@ -153,7 +155,7 @@ class _Cycle:
         goes back into the heap instead of being served out of turn."""
         queues = self.snapshot.queues
         usage = self.snapshot.historical_usage
-        levels = self.config.service_levels_gpu_h
+        service = self.service
         contested = self.cohorts_where_checkpointing_jobs_wait() if self.config.uncheckpointed_borrowers_last else set()
         lends_last = {name: cohort_of(queue) in contested for name, queue in queues.items()}
 
@@ -164,10 +166,10 @@ class _Cycle:
             accounts = FairShareAccounts(queues, usage)
 
             def key_of(name: str, head: Job) -> tuple:
-                return account_order_key(queues[name], accounts, self.ledger, head, levels, last=last(name, head))
+                return account_order_key(queues[name], accounts, self.ledger, head, service, last=last(name, head))
         else:
             def key_of(name: str, head: Job) -> tuple:
-                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, levels, last=last(name, head))
+                return queue_order_key(queues[name], self.ledger, usage.get(name, 0.0), head, service, last=last(name, head))
 
         heap = [(key_of(name, self.by_queue[name][0]), name) for name in self.by_queue if name in queues]
         heapq.heapify(heap)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import operator
 
-from scheduling.core.attained import service_level
+from scheduling.core.attained import NO_SERVICE_ORDER, ServiceOrder
 from scheduling.core.model import Job, Queue
 from scheduling.core.quota import QuotaLedger, cohort_of
 
@@ -74,12 +74,12 @@ def entitlement(queue: Queue) -> float:
 
 
 def queue_order_key(
-    queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, levels_gpu_h: tuple[float, ...] = (),
+    queue: Queue, ledger: QuotaLedger, historical_usage: float, head: Job, service: ServiceOrder = NO_SERVICE_ORDER,
     *, last: bool = False,
 ) -> tuple:
     """Lowest first: share, then faded history per entitlement, then the head job's priority, service level and age
     (`last`: after every queue that is not)."""
-    return order_key(dominant_share(queue, ledger), historical_usage / entitlement(queue), queue.name, head, levels_gpu_h,
+    return order_key(dominant_share(queue, ledger), historical_usage / entitlement(queue), queue.name, head, service,
                      last=last)
 
 
@@ -88,37 +88,32 @@ def borrows_without_checkpoints(job: Job, ledger: QuotaLedger) -> bool:
     return not job.checkpoint_interval_s and ledger.would_borrow(job)
 
 
-def order_key(share: float, weighted_history: float, queue_name: str, head: Job, levels_gpu_h: tuple[float, ...] = (),
-              *, last: bool = False) -> tuple:
+def order_key(share: float, weighted_history: float, queue_name: str, head: Job,
+              service: ServiceOrder = NO_SERVICE_ORDER, *, last: bool = False) -> tuple:
     """The order across queues, whoever holds the account (a queue, or a team: core.accounts); equal accounts go
     by their head jobs, as job_order_key orders jobs (the queue's name last, where the id would be). `last`: after
     every queue that is not."""
-    return (last, share, weighted_history, -head.priority, job_service_level(head, levels_gpu_h), head.submitted_at,
-            queue_name)
+    return (last, share, weighted_history, -head.priority, service.pending_level(head), head.submitted_at, queue_name)
 
 
-def job_order_key(job: Job, levels_gpu_h: tuple[float, ...] = ()) -> tuple:
-    """A pending job's place in its queue, lowest first: higher priority, then the lower service level, then earlier
+def job_order_key(job: Job, service: ServiceOrder = NO_SERVICE_ORDER) -> tuple:
+    """A pending job's place in its queue, lowest first: higher priority, then the lower service level (core.attained:
+    earlier runs' service, unless the job has waited long enough to go back to the first level), then earlier
     submission, then the lower id. The one definition of a queue's order: sort_queue sorts by it, and without levels
     it is Job.queue_order, the order the job_pending_order index keeps."""
-    return (-job.priority, job_service_level(job, levels_gpu_h), job.submitted_at, job.id)
-
-
-def job_service_level(job: Job, levels_gpu_h: tuple[float, ...]) -> int:
-    """The attained-service level of a pending job (its earlier runs' service; core.attained); 0 without levels."""
-    return service_level(job.attained_gpu_s, levels_gpu_h) if levels_gpu_h else 0
+    return (-job.priority, service.pending_level(job), job.submitted_at, job.id)
 
 
 _by_age = operator.attrgetter("submitted_at", "id")
 _by_priority = operator.attrgetter("priority")
 
 
-def sort_queue(jobs: list[Job], levels_gpu_h: tuple[float, ...] = ()) -> None:
+def sort_queue(jobs: list[Job], service: ServiceOrder = NO_SERVICE_ORDER) -> None:
     """In place, by job_order_key: its parts from the least significant up, each a stable sort (tests/core/
     test_job_order.py holds the two to one order). This sorts every pending job each cycle, and a C-level key sorts
     faster than a Python key per job; only jobs that ran before have a service level above 0, so the level sort runs
     only when one did."""
     jobs.sort(key=_by_age)
-    if levels_gpu_h and any(job.attained_gpu_s for job in jobs):
-        jobs.sort(key=lambda job: service_level(job.attained_gpu_s, levels_gpu_h))
+    if service.levels_gpu_h and any(job.attained_gpu_s for job in jobs):
+        jobs.sort(key=service.pending_level)
     jobs.sort(key=_by_priority, reverse=True)

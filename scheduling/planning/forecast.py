@@ -9,7 +9,9 @@ The forecast runs without preemption and without suspending idle jobs: preemptio
 never be approved, and the cheap ones run on the next pass anyway; the estimate is what *waiting* gives. Nor with
 drains for under-served gangs (an admin's option): the pruning below passes a cycle only the jobs that can start,
 and a drain is chosen for a gang that cannot, so under that option the estimates of jobs that would borrow are early
-and the drained-for gang's late (not yet modelled).
+and the drained-for gang's late (not yet modelled). Each queue keeps the order it has now: a job that ran before and
+goes back to the first attained-service level within the horizon (SchedulerConfig.promote_after_waiting) keeps its
+place, so its estimate is late (not yet modelled either).
 
 Why it is fast enough for 100,000 pending jobs (a cycle only at end events, and only over the jobs
 that can matter): without preemption and with every gang ready, a cycle only takes capacity, and quota
@@ -32,8 +34,9 @@ import heapq
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping
 
+from scheduling.core.attained import NO_SERVICE_ORDER, ServiceOrder
 from scheduling.core.cycle import run_admission_cycle
-from scheduling.core.fairshare import decay_usage, job_service_level, sort_queue
+from scheduling.core.fairshare import decay_usage, sort_queue
 from scheduling.core.model import Job, JobState, Queue, QueueingStrategy, Snapshot
 from scheduling.core.placement import fleet_state_for
 from scheduling.core.quota import QuotaLedger
@@ -70,8 +73,8 @@ class _QueueLine:
 
     queue: Queue | None
     jobs: list[Job]
-    levels_gpu_h: tuple[float, ...] = ()
-    """SchedulerConfig.service_levels_gpu_h: part of the core's order."""
+    service: ServiceOrder = NO_SERVICE_ORDER
+    """The core's attained-service order at the snapshot's time: part of the queue's order."""
     by_key: dict[tuple, list[int]] = field(default_factory=dict)
     cursor: dict[tuple, int] = field(default_factory=dict)
     started: set[int] = field(default_factory=set)
@@ -82,12 +85,12 @@ class _QueueLine:
     jobs go by submit time."""
 
     def __post_init__(self) -> None:
-        sort_queue(self.jobs, self.levels_gpu_h)
+        sort_queue(self.jobs, self.service)
         last_band: dict[tuple, tuple] = {}
         for i, job in enumerate(self.jobs):
             key = job.shape
             positions = self.by_key.setdefault(key, [])
-            band = (job.priority, job_service_level(job, self.levels_gpu_h))
+            band = (job.priority, self.service.pending_level(job))
             if not positions or last_band[key] != band:
                 self.bands.setdefault(key, []).append(len(positions))
                 last_band[key] = band
@@ -129,8 +132,8 @@ class _Forward:
             by_queue.setdefault(job.queue, []).append(job)
             if job.backoff_until is not None and self.now < job.backoff_until <= self.end_s:
                 heapq.heappush(self.events, (job.backoff_until, -1))
-        levels = self.config.service_levels_gpu_h
-        self.lines = {name: _QueueLine(snapshot.queues.get(name), jobs, levels) for name, jobs in by_queue.items()}
+        service = ServiceOrder.at(self.config, snapshot.now)
+        self.lines = {name: _QueueLine(snapshot.queues.get(name), jobs, service) for name, jobs in by_queue.items()}
         self.usage = dict(snapshot.historical_usage)
         self.cycles = 0
         self.event_count = 0

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Callable, Mapping
 
+from scheduling.core.attained import ServiceOrder
 from scheduling.core.cycle import run_admission_cycle
 from scheduling.core.fairshare import decay_usage, job_order_key
 from scheduling.core.model import Job, JobState, PlannedPreemption, PodSet, Queue, QueueingStrategy, Snapshot, TopologyRequest
@@ -344,17 +345,21 @@ class Engine:
             room_gpus = min(room_gpus, max(0, sum(q.nominal for q in queue.quotas.values()) - self.in_use[name]))
         if len(jobs) <= room_gpus + 1:
             return jobs.values()  # the whole queue is always right, and this short it is not worth ordering
-        levels = self.config.service_levels_gpu_h
-        ordered = jobs.values() if self.in_order[name] else sorted(jobs.values(), key=lambda j: job_order_key(j, levels))
+        service = ServiceOrder.at(self.config, t)
+        ordered = jobs.values() if self.in_order[name] else sorted(jobs.values(), key=lambda j: job_order_key(j, service))
         return strict_fifo_reach(ordered, room_gpus=room_gpus, now=t, class_caps=self.scenario.priority_class_caps)
+
+    def _may_be_promoted(self, job: Job) -> bool:
+        """Its place may move up while it waits (SchedulerConfig.promote_after_waiting), so insertion order is no proof."""
+        return bool(job.attained_gpu_s) and self.config.promote_after_waiting is not None
 
     def _enqueue(self, job: Job) -> None:
         """Add to the queue's pending jobs, noting whether insertion order is still the core's order."""
         jobs = self.pending[job.queue]
-        key = job_order_key(job, self.config.service_levels_gpu_h)
+        key = job_order_key(job, ServiceOrder(self.config.service_levels_gpu_h))
         if not jobs:
             self.in_order[job.queue] = True
-        elif key < self.last_key[job.queue]:
+        elif key < self.last_key[job.queue] or self._may_be_promoted(job):
             self.in_order[job.queue] = False
         self.last_key[job.queue] = key
         jobs[job.id] = job

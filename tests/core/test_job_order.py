@@ -3,10 +3,17 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduling.core.attained import NO_SERVICE_ORDER, ServiceOrder
 from scheduling.core.fairshare import job_order_key, sort_queue
 from tests.core.builders import a_gang
 
 LEVELS = (1.0, 16.0)
+ORDERS = [
+    NO_SERVICE_ORDER,
+    ServiceOrder(LEVELS),
+    # One 8-GPU job ran 900 s (7,200 GPU-s) and another 12,500 s: at these times some of them are back at level 0.
+    *(ServiceOrder(LEVELS, promote_after_waiting=0.5, now=now) for now in (1_000.0, 1_400.0, 20_000.0)),
+]
 
 pending_jobs = st.lists(
     st.tuples(
@@ -24,11 +31,11 @@ def built(jobs):
 
 
 @settings(max_examples=200, deadline=None)
-@given(jobs=pending_jobs, levels=st.sampled_from([(), LEVELS]))
-def test_sort_queue_orders_a_queue_as_its_key_does(jobs, levels):
+@given(jobs=pending_jobs, service=st.sampled_from(ORDERS))
+def test_sort_queue_orders_a_queue_as_its_key_does(jobs, service):
     queue = built(jobs)
-    sort_queue(queue, levels)
-    assert [job.id for job in queue] == [job.id for job in sorted(queue, key=lambda job: job_order_key(job, levels))]
+    sort_queue(queue, service)
+    assert [job.id for job in queue] == [job.id for job in sorted(queue, key=lambda job: job_order_key(job, service))]
 
 
 @settings(max_examples=100, deadline=None)
@@ -43,5 +50,5 @@ def test_a_job_that_ran_before_goes_behind_the_fresh_jobs_of_its_priority_only()
     fresh = a_gang(1, 8).id(2).submitted(20.0).build()
     urgent_ran = a_gang(1, 8).id(3).submitted(30.0).priority(5).ran_before(100_000.0).build()
     queue = [ran, fresh, urgent_ran]
-    sort_queue(queue, LEVELS)
+    sort_queue(queue, ServiceOrder(LEVELS))
     assert [job.id for job in queue] == [3, 2, 1]

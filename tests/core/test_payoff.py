@@ -252,7 +252,8 @@ def test_a_refused_plan_says_it_does_not_pay():
 
 def test_jobs_that_ran_before_wait_behind_fresh_ones_of_their_queue():
     nodes = rack_fleet(racks=1, nodes=1)
-    ran_long = replace(a_gang(1, 8).id(1).submitted(1).build(), attained_gpu_s=20 * 3600.0)
+    # 20 GPU-hours on 8 GPUs is 9,000 s run; pending 100 s since, far from SchedulerConfig.promote_after_waiting.
+    ran_long = replace(a_gang(1, 8).id(1).submitted(NOW - 9_100).build(), attained_gpu_s=20 * 3600.0)
     fresh = a_gang(1, 8).id(2).submitted(2)
     result = run_admission_cycle(snapshot(nodes, [queue("q", 8, cohort=None)], pending=[ran_long, fresh], now=NOW,
                                           config=SchedulerConfig()))
@@ -294,7 +295,8 @@ def test_the_explanation_names_the_jobs_with_less_attained_service_a_job_waits_b
 
     nodes = rack_fleet(racks=1, nodes=1)
     busy = a_gang(1, 8).id(9).checkpointing(None).running_on("b0r0n0", since=NOW - 60)
-    ran_long = replace(a_gang(1, 8).id(1).submitted(1).build(), attained_gpu_s=20 * 3600.0)
+    # 20 GPU-hours on 8 GPUs is 9,000 s run; pending 100 s since, far from SchedulerConfig.promote_after_waiting.
+    ran_long = replace(a_gang(1, 8).id(1).submitted(NOW - 9_100).build(), attained_gpu_s=20 * 3600.0)
     fresh = [a_gang(1, 8).id(i).submitted(i) for i in (2, 3, 4)]
     snap = snapshot(nodes, [queue("q", 8, cohort=None)], admitted=[busy], pending=[ran_long, *fresh], now=NOW,
                     config=SchedulerConfig())

@@ -83,6 +83,7 @@ def job_streams(draw, queues, first_id):
                 topology=TopologyRequest(draw(st.sampled_from([None, "rack", "block"])), None),
                 checkpoint_interval_s=draw(st.sampled_from([None, 600])),
                 is_preemptible=draw(st.booleans()),
+                attained_gpu_s=draw(st.sampled_from([0.0, 0.0, 1e3, 1e4])),  # some ran before; some are promoted
             )
         )
     return [replace(j, team=queues[j.queue].team) for j in jobs]
@@ -152,7 +153,8 @@ def two_passes(data):
     queues = data.draw(queue_sets())
     config = SchedulerConfig(restart_overhead_s=0, approval_threshold_gpu_hours=data.draw(st.sampled_from([0.0, 1e9])),
                              single_pods_beside_long_runners=data.draw(st.booleans()),
-                             drain_for_underserved_gangs=data.draw(st.booleans()))
+                             drain_for_underserved_gangs=data.draw(st.booleans()),
+                             promote_after_waiting=data.draw(st.sampled_from([None, 0.5, 4.0])))
     usage = {name: data.draw(st.sampled_from([0.0, 1e3, 1e6])) for name in queues}  # some teams under-served
     first = Snapshot(
         now=1000.0, topology=TOPOLOGY, nodes=nodes, queues=queues, admitted=(),

@@ -105,6 +105,24 @@ def test_a_higher_priority_class_goes_first_within_a_queue(org):
     assert high.pk in result.admitted and low.pk not in result.admitted
 
 
+@pytest.mark.parametrize(
+    "pending_s, first",
+    [
+        pytest.param(10_000, "fresh", id="a job that ran an hour and waited less than four goes behind a fresh job"),
+        pytest.param(16_000, "ran-before", id="once it has waited four times its hour it goes back in line by submit time"),
+    ],
+)
+def test_a_job_that_ran_before_is_promoted_after_waiting_four_times_its_run(org, pending_s, first):
+    """SchedulerConfig.promote_after_waiting (4 by default), from the stored attained service and submit time."""
+    QueueQuota.objects.filter(queue__name="language-main").update(lending_limit=0)
+    ran = submit(org, count=4, gpus=8, name="ran-before")
+    Job.objects.filter(pk=ran.pk).update(attained_gpu_s=32 * 3600.0)  # 32 GPUs for an hour: 32 GPU-hours
+    now = T0 + 3600 + pending_s
+    fresh = submit(org, count=4, gpus=8, name="fresh", at=now - 60)
+    result = reconcile_pass_run(now=now)
+    assert result.admitted == [{"fresh": fresh, "ran-before": ran}[first].pk]
+
+
 def test_no_node_is_over_committed(org):
     for i in range(12):
         submit(org, user="vision-researcher" if i % 2 else "language-researcher",

@@ -10,7 +10,7 @@ import operator
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
-from scheduling.core.attained import service_level
+from scheduling.core.attained import ServiceOrder
 from scheduling.core.explain.diagnosis import Diagnosis
 from scheduling.core.explain.facts import Explanation, Level
 from scheduling.core.explain.fixes import MAX_PREEMPTION_PLANS, Fixes
@@ -154,15 +154,20 @@ class PassExplanations:
     shapes: int = 0
 
 
-def _note_attained_service(queued: list[Job], by_job: dict, levels: tuple[float, ...]) -> None:
-    """Jobs that ran before wait behind the fresher jobs of their queue (SchedulerConfig.service_levels_gpu_h):
-    say so, with the count. Only such jobs are touched (few: the preempted and evicted), so shapes stay shared."""
+def _note_attained_service(queued: list[Job], by_job: dict, service: ServiceOrder) -> None:
+    """Jobs that ran before wait behind the fresher jobs of their queue (SchedulerConfig.service_levels_gpu_h), until
+    they have waited long enough to go back to the first level (promote_after_waiting): say which, with the count.
+    Only such jobs are touched (few: the preempted and evicted), so shapes stay shared."""
     ahead_by_level: dict[int, int] = {}
     for job in queued:
-        level = service_level(job.attained_gpu_s, levels)
+        level = service.pending_level(job)
+        note = None
         if job.attained_gpu_s and level:
             fresher = sum(count for lower, count in ahead_by_level.items() if lower < level)
             note = messages.attained_service(job, level, fresher)
+        elif service.is_promoted(job):
+            note = messages.promoted(job, service.promote_after_waiting)
+        if note:
             by_job[job.id] = replace(by_job[job.id], attained_service=note, summary=f"{by_job[job.id].summary}; {note}")
         ahead_by_level[level] = ahead_by_level.get(level, 0) + 1
 
@@ -214,9 +219,9 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
         if job.id in verdicts:
             by_queue.setdefault(job.queue, []).append(job)
     position = out.position
-    levels = snapshot.config.service_levels_gpu_h
+    service = ServiceOrder.at(snapshot.config, snapshot.now)
     for queued in by_queue.values():
-        sort_queue(queued, levels)
+        sort_queue(queued, service)
         position.update(zip(map(_job_id, queued), range(len(queued))))
     explain_one, by_job, cache = explainer.explain, out.by_job, explainer._cache
     for queued in by_queue.values():
@@ -233,9 +238,9 @@ def explain_pending(snapshot: Snapshot, result: CycleResult, **options) -> PassE
                     by_job[job.id] = explanation
                     continue
             by_job[job.id] = explain_one(job, Pending(job.id, *verdict))
-    if levels:
+    if service.levels_gpu_h:
         for queued in by_queue.values():
-            _note_attained_service(queued, by_job, levels)
+            _note_attained_service(queued, by_job, service)
     lent_to = _lent_to(snapshot, result) if snapshot.config.uncheckpointed_borrowers_last else {}
     if lent_to:
         for queued in by_queue.values():

@@ -137,6 +137,12 @@ def attained_service(job: Job, level: int, fresher: int) -> str:
             f"waits behind {count(fresher, 'job')} of its queue with less attained service")
 
 
+def promoted(job: Job, wait_ratio: float) -> str:
+    """Why a job that ran before is back in line with the fresh jobs of its queue (core.attained.ServiceOrder)."""
+    return (f"has already run {job.attained_gpu_s / 3600:.1f} GPU-hours, but has waited more than {wait_ratio:g}× as "
+            "long as it ran: back at the first attained-service level, in line with the fresh jobs of its queue")
+
+
 def lent_last() -> str:
     """Why a job that would borrow without checkpoints gets lent GPUs after others (SchedulerConfig.uncheckpointed_borrowers_last)."""
     return ("would borrow without checkpoints, so lent GPUs go first to jobs that checkpoint or stay within their quota "
