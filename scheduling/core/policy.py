@@ -10,7 +10,8 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
     order = (
         "least attained service first: levels at " + ", ".join(f"{h:g}" for h in levels)
         + " GPU-hours already run, FIFO within a level"
-        + (f"; a job back at the first level once it has waited {config.promote_after_waiting:g}× as long as it ran"
+        + (f"; a job that ran before goes back to the first level once it has waited {config.promote_after_waiting:g}× as "
+           "long as it ran"
            if config.promote_after_waiting is not None else "")
         if levels else "priority, then FIFO"
     )

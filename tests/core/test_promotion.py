@@ -102,7 +102,7 @@ def test_the_explanation_says_a_promoted_job_is_back_in_line_with_the_fresh_jobs
 @pytest.mark.parametrize(
     "config, says",
     [
-        pytest.param(SchedulerConfig(), "back at the first level once it has waited 4× as long as it ran",
+        pytest.param(SchedulerConfig(), "goes back to the first level once it has waited 4× as long as it ran",
                      id="the default names the promotion and its ratio"),
         pytest.param(SchedulerConfig(promote_after_waiting=None), None, id="without promotion the order does not name it"),
     ],
@@ -110,6 +110,6 @@ def test_the_explanation_says_a_promoted_job_is_back_in_line_with_the_fresh_jobs
 def test_the_policy_in_force_names_the_promotion(config, says):
     order = policy_in_force(config)["order"]
     if says is None:
-        assert "back at the first level" not in order
+        assert "goes back to the first level" not in order
     else:
         assert says in order
