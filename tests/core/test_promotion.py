@@ -1,5 +1,5 @@
 """A job that ran before goes back to the first attained-service level once it has waited long enough
-(SchedulerConfig.promote_after_waiting, core.attained.ServiceOrder): Tiresias' starvation limit."""
+(SchedulerConfig.promote_after_waiting, an admin's option, core.attained.ServiceOrder): Tiresias' starvation limit."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from scheduling.core.policy import policy_in_force
 from tests.core.builders import a_gang, queue, rack_fleet, snapshot
 
 LEVELS = (2.0, 32.0)
+PROMOTING = SchedulerConfig(promote_after_waiting=4.0)
 RAN_S = 9_000.0
 """An 8-GPU job that ran this long attained 20 GPU-hours: level 1."""
 
@@ -79,7 +80,7 @@ def test_the_cycle_admits_a_promoted_job_before_the_fresh_jobs_submitted_after_i
     now = RAN_S + 50_000
     ran = a_gang(1, 8).id(1).submitted(0.0).ran_before(RAN_S * 8)
     fresh = a_gang(1, 8).id(2).submitted(now - 60)
-    for config, admitted in ((SchedulerConfig(), 1), (SchedulerConfig(promote_after_waiting=None), 2)):
+    for config, admitted in ((PROMOTING, 1), (SchedulerConfig(), 2)):
         result = run_admission_cycle(snapshot(nodes, [queue("q", 8, cohort=None)], pending=[fresh, ran], now=now,
                                               config=config))
         assert [a.job_id for a in result.admissions] == [admitted]
@@ -92,7 +93,7 @@ def test_the_explanation_says_a_promoted_job_is_back_in_line_with_the_fresh_jobs
     ran = a_gang(1, 8).id(1).submitted(0.0).ran_before(RAN_S * 8)
     fresh = a_gang(1, 8).id(2).submitted(now - 60)
     snap = snapshot(nodes, [queue("q", 8, cohort=None)], admitted=[busy], pending=[ran, fresh], now=now,
-                    config=SchedulerConfig())
+                    config=PROMOTING)
     explanations = explain_pending(snap, run_admission_cycle(snap))
     assert "back at the first attained-service level" in explanations.by_job[1].summary
     assert explanations.position[1] == 0
@@ -102,9 +103,9 @@ def test_the_explanation_says_a_promoted_job_is_back_in_line_with_the_fresh_jobs
 @pytest.mark.parametrize(
     "config, says",
     [
-        pytest.param(SchedulerConfig(), "goes back to the first level once it has waited 4× as long as it ran",
-                     id="the default names the promotion and its ratio"),
-        pytest.param(SchedulerConfig(promote_after_waiting=None), None, id="without promotion the order does not name it"),
+        pytest.param(PROMOTING, "goes back to the first level once it has waited 4× as long as it ran",
+                     id="an admin's promotion is named with its ratio"),
+        pytest.param(SchedulerConfig(), None, id="by default there is no promotion to name"),
     ],
 )
 def test_the_policy_in_force_names_the_promotion(config, says):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from scheduling.cluster.base import WorkloadPhase, WorkloadStatus
 from scheduling.cluster.simulated import SimulatedCluster, simulated_duration_s
@@ -112,8 +113,9 @@ def test_a_higher_priority_class_goes_first_within_a_queue(org):
         pytest.param(16_000, "ran-before", id="once it has waited four times its hour it goes back in line by submit time"),
     ],
 )
-def test_a_job_that_ran_before_is_promoted_after_waiting_four_times_its_run(org, pending_s, first):
-    """SchedulerConfig.promote_after_waiting (4 by default), from the stored attained service and submit time."""
+@override_settings(GANGWAY_SCHEDULER={"promote_after_waiting": 4.0})
+def test_an_admins_promotion_lets_a_job_that_ran_before_back_in_line_after_waiting_four_times_its_run(org, pending_s, first):
+    """SchedulerConfig.promote_after_waiting, from the stored attained service and submit time."""
     QueueQuota.objects.filter(queue__name="language-main").update(lending_limit=0)
     ran = submit(org, count=4, gpus=8, name="ran-before")
     Job.objects.filter(pk=ran.pk).update(attained_gpu_s=32 * 3600.0)  # 32 GPUs for an hour: 32 GPU-hours
