@@ -38,7 +38,6 @@ class Drain:
     """Node indices of the fleet state that jobs which would borrow keep off."""
 
 
-
 def underserved_teams(queues: Mapping[str, Queue], usage: Mapping[str, float]) -> set[str]:
     accounts = FairShareAccounts(queues, usage)
     entitled = sum(accounts.entitlement.values())
@@ -90,7 +89,7 @@ def _nodes_to_drain(job: Job, fleet: FleetState) -> tuple[int, ...]:
     """As many nodes as the gang has pods, the ones with the most free GPUs (the soonest whole, by what is known),
     inside the roomiest domain of the level the gang requires, if any."""
     classes = fleet.tolerated_classes(job)
-    required = job.topology.required if job.topology is not None else None
+    required = job.topology.required
     if required and required in fleet.domains:
         groups = [domain.node_indices for domain in fleet.domains[required]]
     else:

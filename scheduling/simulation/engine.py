@@ -192,6 +192,8 @@ class Engine:
         self.pending: dict[str, dict[int, Job]] = {name: {} for name in self.queues}
         self.in_order = {name: True for name in self.queues}
         self.last_key: dict[str, tuple] = {}
+        self.order_without_promotion = ServiceOrder(self.config.service_levels_gpu_h)
+        """The queues' order at insertion; a job that may be promoted later marks its queue unsorted (_enqueue)."""
         self.n_pending = 0
         self.pending_gpus = 0
         self.running: dict[int, Job] = {}
@@ -356,7 +358,7 @@ class Engine:
     def _enqueue(self, job: Job) -> None:
         """Add to the queue's pending jobs, noting whether insertion order is still the core's order."""
         jobs = self.pending[job.queue]
-        key = job_order_key(job, ServiceOrder(self.config.service_levels_gpu_h))
+        key = job_order_key(job, self.order_without_promotion)
         if not jobs:
             self.in_order[job.queue] = True
         elif key < self.last_key[job.queue] or self._may_be_promoted(job):
