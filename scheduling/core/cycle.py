@@ -266,7 +266,7 @@ class _Cycle:
         # Capacity and quota only shrink while nothing is preempted, so a failure of one queue and
         # shape stays a failure until forget_failures(); 100,000 pending jobs of a few shapes cost a
         # few analyses and one dictionary lookup each.
-        key = (job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations)
+        key = (job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations, job.is_preemptible)
         known = self.known_failures.get(key)
         if known is None:
             known = self.check_quota_and_fit(job)
@@ -286,7 +286,7 @@ class _Cycle:
 
     def check_quota_and_fit(self, job: Job) -> Verdict | None:
         """Admit the job if it passes quota and placement; else the reason, with its message."""
-        quota_key = (job.queue, job.flavor, job.gpus)
+        quota_key = (job.queue, job.flavor, job.gpus, job.is_preemptible)  # only a preemptible job may borrow
         message = self.quota_failures.get(quota_key)
         if message is not None:
             return PendingReason.QUOTA, message

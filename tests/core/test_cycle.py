@@ -164,6 +164,16 @@ def test_a_queue_never_exceeds_nominal_plus_what_the_cohort_lends():
     assert sum(a.is_borrowing for a in result.admissions) == 2
 
 
+def test_a_job_that_may_not_borrow_does_not_hold_back_one_of_its_size_that_may():
+    """Only a preemptible job may borrow: one refused quota for not being preemptible says nothing of the next."""
+    queues = (queue("a", 8), queue("b", 16))
+    pending = (a_gang(1, 8).in_queue("a").build(), a_gang(2, 8).in_queue("a").not_preemptible().id(1).build(),
+               a_gang(2, 8).in_queue("a").id(2).build())
+    result = run_admission_cycle(snapshot(rack_fleet(racks=1, nodes=4), queues, pending=pending))
+    assert 2 in {a.job_id for a in result.admissions}
+    assert result.pending.by_job()[1][0] is PendingReason.QUOTA
+
+
 def test_a_gang_not_ready_in_time_is_evicted_with_backoff():
     config = SchedulerConfig(pods_ready_timeout_s=600)
     stuck = a_gang(1, 8).id(1).running_on("b0r0n0", since=1000, ready=False)
