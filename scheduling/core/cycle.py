@@ -145,8 +145,10 @@ class _Cycle:
         """SchedulerConfig.drain_for_underserved_gangs: the gang, if any, whose nodes jobs that would borrow keep off."""
         if self.config.drain_for_underserved_gangs:
             snapshot = self.snapshot
+            if self.jobs_on_node is None:
+                self.jobs_on_node = jobs_on_nodes(self.holding.values(), self.fleet)
             self.drain = choose_drain(self.by_queue, snapshot.queues, snapshot.historical_usage, self.ledger, self.fleet,
-                                      snapshot.now)
+                                      self.jobs_on_node, snapshot.now)
 
     # 4 ---------------------------------------------------------------------------------------
     def queues_by_fair_share(self):

@@ -43,6 +43,12 @@ def jobs_on_nodes(holding: Iterable[Job], fleet: FleetState) -> list[list[Job]]:
     return by_node
 
 
+def longest_run_s(jobs: Iterable[Job], now: float) -> float:
+    """How long a node holding `jobs` takes to empty on its own, each job taken to run as long again as it has run
+    (core.payoff's estimate): its longest current run (0 for none)."""
+    return max((now - j.started_at for j in jobs if j.started_at is not None), default=0.0)
+
+
 def nodes_emptied(moved: Iterable[Job]) -> int:
     """The nodes a defragmentation plan empties: it moves every job off each node it takes."""
     return len({pod.node for job in moved for pod in job.placement})
@@ -55,7 +61,7 @@ def natural_drain_s(fleet: FleetState, jobs_on_node: list[list[Job]], classes: I
     nodes' longest runs in ascending order, the `nodes`-th (inf: not that many)."""
     classes = tuple(classes)
     drains = sorted(
-        max(now - j.started_at if j.started_at is not None else 0.0 for j in jobs)
+        longest_run_s(jobs, now)
         for i, jobs in enumerate(jobs_on_node)
         if jobs and fleet.is_eligible(i, classes) and not fleet.is_whole_free(i)
     )

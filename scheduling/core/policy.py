@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scheduling.core.drain import DRAIN_WITHIN_S
 from scheduling.core.model import CheckpointWaits, SchedulerConfig
 
 
@@ -56,7 +57,8 @@ def policy_in_force(config: SchedulerConfig) -> dict[str, str]:
         if config.preemption_enabled and config.defragment_for_owed_gangs else "off"
     )
     drains = ("jobs that would borrow keep off the nodes the longest-waiting gang of a team that has used less than half "
-              "the average share needs, while its quota holds it and no set of nodes does"
+              "the average share needs, while its quota holds it and no set of nodes does: the nodes that should empty "
+              f"soonest, if within {DRAIN_WITHIN_S / 3600:g} hours"
               if config.drain_for_underserved_gangs else "off")
     return {"order": order, "fair_share": fair_share, "placement": placement, "preemption": preemption,
             "defragmentation": defragmentation, "drains": drains, "starvation_reservations": starvation, "idle_allocations": idle,

@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 
 from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.defragmentation import jobs_on_nodes
 from scheduling.core.drain import choose_drain, underserved_teams
 from scheduling.core.explain.explainer import explain_pending
 from scheduling.core.explain.facts import Level
@@ -24,11 +25,14 @@ SHARE_USED = {"lender": 1_000.0, "borrower": 1_000_000.0}
 """The lender has used a thousandth of what the borrower has: under-served."""
 
 
-def borrowers_pods(free_by_node: dict[str, int]):
-    """The borrower's one-GPU jobs filling each node but `free_by_node[node]` GPUs (18 in all: 2 borrowed)."""
+def borrowers_pods(free_by_node: dict[str, int], since_by_node: dict[str, float] | None = None):
+    """The borrower's one-GPU jobs filling each node but `free_by_node[node]` GPUs (18 in all: 2 borrowed), started at
+    `since_by_node[node]` (default 0: 10,000 s before the pass)."""
+    since_by_node = since_by_node or {}
     jobs = []
     for name, free in free_by_node.items():
-        jobs += [a_gang(1, 1).in_queue("borrower").running_on(name).build() for _ in range(8 - free)]
+        since = since_by_node.get(name, 0.0)
+        jobs += [a_gang(1, 1).in_queue("borrower").running_on(name, since=since).build() for _ in range(8 - free)]
     return jobs
 
 
@@ -47,7 +51,8 @@ def drain_for(state, by_queue, usage=SHARE_USED):
     fleet = fleet_state_for(state)
     for job in state.admitted:
         fleet.allocate_placement(job.placement, job)
-    drain = choose_drain(by_queue, state.queues, usage, QuotaLedger(state.queues, state.admitted), fleet, state.now)
+    drain = choose_drain(by_queue, state.queues, usage, QuotaLedger(state.queues, state.admitted), fleet,
+                         jobs_on_nodes(state.admitted, fleet), state.now)
     return drain, (sorted(fleet.nodes[i].name for i in drain.nodes) if drain else [])
 
 
@@ -80,11 +85,31 @@ def test_who_keeps_off_a_drain(job, usage, expected):
     assert outcome(result, 100) == PendingReason.FIT, "the gang itself waits for its nodes"
 
 
-def test_the_drain_holds_the_nodes_with_the_most_free_gpus_one_per_pod():
-    state = snapshot(NODES, QUEUES, admitted=RUNNING, pending=(LENDERS_GANG,), historical_usage=SHARE_USED)
+NOW = 10_000.0
+
+
+@pytest.mark.parametrize(
+    "since_by_node, expected",
+    [
+        pytest.param({}, ["c", "d"], id="of nodes as soon empty the drain holds those with the most free gpus"),
+        pytest.param({"a": NOW - 600, "b": NOW - 900, "c": 0.0, "d": NOW - 3_600}, ["a", "b"],
+                     id="the drain holds the nodes whose longest run is shortest, before those with the most free gpus"),
+        pytest.param({"a": NOW - 600, "b": NOW - 7 * 3600, "c": NOW - 7 * 3600, "d": NOW - 7 * 3600}, [],
+                     id="no drain when the gang's nodes should take longer than six hours to empty"),
+    ],
+)
+def test_which_nodes_the_drain_holds(since_by_node, expected):
+    running = borrowers_pods({"a": 1, "b": 2, "c": 6, "d": 5}, since_by_node)
+    state = snapshot(NODES, QUEUES, admitted=running, pending=(LENDERS_GANG,), historical_usage=SHARE_USED, now=NOW)
     drain, nodes = drain_for(state, {"lender": [LENDERS_GANG.build()]})
-    assert drain.job.id == 100
-    assert nodes == ["c", "d"]
+    assert nodes == expected
+    assert drain is None or drain.job.id == 100
+
+
+def test_a_job_that_would_borrow_takes_any_node_when_no_drain_would_empty_soon():
+    old_runs = borrowers_pods({"a": 1, "b": 2, "c": 6, "d": 5}, dict.fromkeys("abcd", NOW - 7 * 3600))
+    _, result = one_pass(a_gang(1, 4).in_queue("borrower").id(7), running=old_runs)
+    assert outcome(result, 7) == "d"
 
 
 def test_a_job_kept_off_a_drain_is_told_which_gang_it_waits_for():
