@@ -316,11 +316,11 @@ def may_borrow_behind_one_that_may_not():
     return snapshot(rack_fleet(racks=1, nodes=3), queues, pending=pending, now=NOW, priority_class_caps={"capped": 8})
 
 
-def held_back_by_one_of_its_size_that_may_not_borrow():
+def beside_one_of_its_size_that_may_not_borrow():
     """Queue b (nominal 8): 5-node gangs that fit nowhere around a 2-node gang G1 that starts by borrowing, then a
     one-pod job of 16 GPUs that fits nowhere and, not preemptible, may not borrow, then a 2-node gang G2 that could
-    borrow. The core keeps the quota refusal of the 16-GPU job for every job of its size in the cycle
-    (cycle.quota_failures), so G2 waits."""
+    borrow. The core keeps the quota refusal of the 16-GPU job only for jobs of its size that may not borrow either
+    (cycle.quota_failures), so G2 is not held back by it."""
     def too_wide(job_id):
         return limited(a_gang(5, 8).id(job_id).in_queue("b", team="tb").submitted(NOW - 500 + job_id), 600)
     pending = [too_wide(1),
@@ -354,8 +354,8 @@ def a_waiting_job_checkpoints():
                  id="a starving job further back than the jobs of its shape passed holds its queue back"),
     pytest.param(may_borrow_behind_one_that_may_not,
                  id="a job that may borrow starts though the first job of its shape may not borrow"),
-    pytest.param(held_back_by_one_of_its_size_that_may_not_borrow,
-                 id="a job that fits nowhere and may not borrow keeps the jobs of its size waiting as the core does"),
+    pytest.param(beside_one_of_its_size_that_may_not_borrow,
+                 id="a job that fits nowhere and may not borrow does not hold back one of its size that may"),
     pytest.param(a_waiting_job_checkpoints,
                  id="a waiting job that checkpoints puts borrowers without checkpoints last though it cannot start"),
 ])
