@@ -61,6 +61,12 @@ from scheduling.core.reasons import fit_failure_message
 from scheduling.core.starvation import starving_before
 
 
+def failure_key(job: Job) -> tuple:
+    """Jobs with one key get one verdict from quota and placement within a cycle: its queue and shape, and whether it
+    may borrow (only a preemptible job may)."""
+    return job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations, job.is_preemptible
+
+
 def run_admission_cycle(snapshot: Snapshot) -> CycleResult:
     """Decide which pending gangs start now, where, and who makes room for them.
 
@@ -237,7 +243,7 @@ class _Cycle:
             job = jobs[position]
             if job.backoff_until is not None or job.submitted_at <= starving_before:
                 return position
-            blocked = get_known((job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations))
+            blocked = get_known(failure_key(job))
             if blocked is None:
                 return position
             add_id(job.id)
@@ -268,7 +274,7 @@ class _Cycle:
         # Capacity and quota only shrink while nothing is preempted, so a failure of one queue and
         # shape stays a failure until forget_failures(); 100,000 pending jobs of a few shapes cost a
         # few analyses and one dictionary lookup each.
-        key = (job.queue, job.flavor, job.pod_sets, job.topology, job.tolerations, job.is_preemptible)
+        key = failure_key(job)
         known = self.known_failures.get(key)
         if known is None:
             known = self.check_quota_and_fit(job)
