@@ -343,8 +343,10 @@ class FleetState:
         return (broken, free_left, state.domain.key)
 
     def _assign(self, state: _DomainState, classes, pods) -> GangPlacement:
-        if len(pods) == 1 and self.single_pods_beside_long_runners:
-            return self._beside_long_runners(state, classes, *pods[0])
+        if len(pods) == 1:
+            if self.single_pods_beside_long_runners:
+                return self._beside_long_runners(state, classes, *pods[0])
+            return self._tightest(state, classes, *pods[0])
         buckets: dict[int, deque[int]] = {}
         smallest = min(gpus for _, gpus in pods)
         for i in state.domain.node_indices:
@@ -363,6 +365,19 @@ class FleetState:
             placed.append(PlacedPod(pod_set, index, i))
             sizes.append(gpus)
         return GangPlacement(state.domain, tuple(placed), tuple(sizes))
+
+    def _tightest(self, state: _DomainState, classes, pod_set: str, gpus: int) -> GangPlacement:
+        """One pod on the eligible node with the fewest free GPUs that hold it, the first in the domain's order: what the
+        buckets below choose for a single pod, in one pass and without building them (most jobs are one pod)."""
+        free, is_schedulable, node_class = self.free, self.is_schedulable, self.node_class
+        chosen, chosen_free = -1, math.inf
+        for i in state.domain.node_indices:
+            left = free[i]
+            if gpus <= left < chosen_free and is_schedulable[i] and node_class[i] in classes:
+                chosen, chosen_free = i, left
+                if left == gpus:
+                    break
+        return GangPlacement(state.domain, (PlacedPod(pod_set, 0, chosen),), (gpus,))
 
     def _beside_long_runners(self, state: _DomainState, classes, pod_set: str, gpus: int) -> GangPlacement:
         """SchedulerConfig.single_pods_beside_long_runners: a partly used node before a whole one; among those, the one
