@@ -15,25 +15,25 @@ the gang to drain for (below), so it drains for the same gang and keeps the same
 approximation remains there: usage fades only from one event to the next, so a team that stops (or starts) being
 under-served between two events ends (or starts) its drain at the second.
 
-Why it is fast enough for 100,000 pending jobs (a cycle only at events, and only over the jobs
-that can matter): without preemption and with every gang ready, a cycle only takes capacity (a drain
-only keeps jobs off it), and quota checks and gang fits are monotone (less free capacity never makes a
-failed check pass). So a job whose (queue, shape) fails quota or placement at the start of a cycle fails
-throughout it (a shape here is also whether the job may borrow: the core keys its failures so, kind_of), and is left out — except where it steers the cycle: each
-queue's head and the job right after every job that may be admitted (the fair-share key re-ranks a queue
-by the job at its cursor, whatever its shape), in a strict FIFO queue every job up to its first blocked
-one, in a best-effort queue the leading starving jobs of each band of each shape, up to the first that
-surely reaches its checks (it may take a starvation reservation), the queue's first job that checkpoints (under uncheckpointed_borrowers_last
-one waiting orders its cohort), and under drains the first GANGS_LOOKED_AT waiting jobs of each queue of an
-under-served team (where core.drain.choose_drain looks). Of each (queue, shape) that may start, the first
-INITIAL_CAP waiting jobs are passed; when all of them start (or are only passed over) and more wait, the
-cycle may have been cut short: it is dropped and run again from the same state with four times as many of
-that shape passed, and only a cycle not cut short is applied (_Forward._cycle argues why its admissions are
-the full cycle's). So the forecast gives the full cycle's answer at every event; as many jobs of a shape as
-an instant needed are passed from then on, so a steady state seldom runs a cycle twice.
-Where no (queue, shape) may start, no cycle runs until a job ends. And a promotion re-sorts nothing: a
-job promoted within the horizon holds both its places in its queue from the start, skipped in the one it
-is not in.
+Why it is fast enough for 100,000 pending jobs (a cycle only at events, and only over the jobs that can
+matter): without preemption and with every gang ready, a cycle only takes capacity (a drain only keeps jobs
+off it), and quota checks and gang fits are monotone (less free capacity never makes a failed check pass). So
+a job whose (queue, shape) fails quota or placement at the start of a cycle fails throughout it (a shape here
+is the core's cycle.failure_key: also whether the job may borrow), and is left out — except where it steers
+the cycle: each queue's head and the job right after every job that may be admitted (the fair-share key
+re-ranks a queue by the job at its cursor, whatever its shape), in a strict FIFO queue every job up to its
+first blocked one, in a best-effort queue the leading starving jobs of each band of each shape, up to the
+first that surely reaches its checks (it may take a starvation reservation), the queue's first job that
+checkpoints (under uncheckpointed_borrowers_last one waiting orders its cohort), and under drains the first
+GANGS_LOOKED_AT waiting jobs of each queue of an under-served team (where core.drain.choose_drain looks). Of
+each (queue, shape) that may start, the first INITIAL_CAP waiting jobs are passed; when all of them start (or
+are only passed over) and more wait, the cycle may have been cut short: it is dropped and run again from the
+same state with four times as many of that shape passed, and only a cycle not cut short is applied
+(_Forward._cycle argues why its admissions are the full cycle's). So the forecast gives the full cycle's
+answer at every event; as many jobs of a shape as an instant needed are passed from then on, so a steady state
+seldom runs a cycle twice. Where no (queue, shape) may start, no cycle runs until a job ends. And a promotion
+re-sorts nothing: a job promoted within the horizon holds both its places in its queue from the start, skipped
+in the one it is not in.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from operator import itemgetter
 from typing import Iterable, Iterator, Mapping
 
 from scheduling.core.attained import NO_SERVICE_ORDER, ServiceOrder
-from scheduling.core.cycle import run_admission_cycle
+from scheduling.core.cycle import failure_key, run_admission_cycle
 from scheduling.core.drain import GANGS_LOOKED_AT, underserved_teams
 from scheduling.core.fairshare import decay_usage, job_order_key, sort_queue
 from scheduling.core.model import CycleResult, Job, JobState, Queue, QueueingStrategy, Snapshot
@@ -95,12 +95,6 @@ def promotion_time(job: Job, service: ServiceOrder) -> float | None:
     return at
 
 
-def kind_of(job: Job) -> tuple:
-    """Jobs of one kind get one answer from quota and placement at one moment: the core keeps a failure for every job of
-    the kind until its cycle ends (cycle.known_failures). Only a preemptible job may borrow, so that is part of it."""
-    return job.shape, job.is_preemptible
-
-
 @dataclass
 class _QueueLine:
     """One queue's pending jobs in the core's order, with each shape's positions. A job promoted within the horizon
@@ -114,7 +108,7 @@ class _QueueLine:
     promoted_later: set[int] = field(default_factory=set)
     """Ids of the jobs promoted within the horizon."""
     shapes: list[tuple] = field(default_factory=list)
-    """Each position's shape (kind_of, built once)."""
+    """Each position's shape (cycle.failure_key, built once)."""
     by_key: dict[tuple, list[int]] = field(default_factory=dict)
     cursor: dict[tuple, int] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)
@@ -138,7 +132,7 @@ class _QueueLine:
         for i, job in enumerate(self.jobs):
             # A promoted job's position once promoted (service level 0) comes before the one it waits in now.
             is_once_promoted = job.id in self.promoted_later and job.id not in self.position_once_promoted
-            key = kind_of(job)
+            key = failure_key(job)
             self.shapes.append(key)
             positions = self.by_key.setdefault(key, [])
             band = (job.priority, 0 if is_once_promoted else self.service.pending_level(job))
@@ -451,7 +445,7 @@ class _Forward:
         waiting job up to the first that surely stops the queue."""
         reach = strict_fifo_reach(line.waiting(), room_gpus=self.free_gpus, now=t,
                                   class_caps=self.snapshot.priority_class_caps,
-                                  may_start=lambda job: admissible.get(kind_of(job), False))
+                                  may_start=lambda job: admissible.get(failure_key(job), False))
         return {line.position[job.id] for job in reach}
 
     # -- one cycle --------------------------------------------------------------------------------
